@@ -1,0 +1,75 @@
+#pragma once
+// The numerical primitives every operator and gadget is built from, implemented once per device:
+// core/cpu (FFTW + OpenMP threads, the reference) and cuda/ (cuFFT, cuBLAS, kernels; the product).
+// A Backend instance belongs to one session: on CUDA it owns that session's stream, plan cache and
+// handles, so concurrent sessions overlap on the GPU without sharing mutable state.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/carray.h"
+
+namespace larmor {
+
+enum class FFTDirection { Forward, Inverse };
+
+// Bit i set = transform along axis i.
+using AxisMask = unsigned;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual Device device() const = 0;
+    // Human-readable description (device name, threads) for logs and the status query.
+    virtual std::string describe() const = 0;
+
+    // Arrays on this backend's device. empty() leaves contents undefined; zeros() clears them.
+    virtual CArray empty(const Shape& shape) = 0;
+    virtual CArray zeros(const Shape& shape) = 0;
+    // Zeroed host array meant to be filled on the CPU and then uploaded; pinned where that helps.
+    virtual CArray host_staging(const Shape& shape) = 0;
+    // Copies to this backend's device (returns `a` itself when it already lives there).
+    virtual CArray to_device(const CArray& a) = 0;
+    // Copies to host memory (returns `a` itself when it already lives there). Synchronises.
+    virtual CArray to_host(const CArray& a) = 0;
+    // Waits for all queued work of this backend.
+    virtual void synchronize() = 0;
+
+    // Centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT over the axes in
+    // `axes`, batched over all others, in place. Forward uses exp(-i...), Inverse exp(+i...).
+    virtual void fft(CArray& x, AxisMask axes, FFTDirection dir) = 0;
+
+    // y[..., c] = sum_d m[c * D + d] * x[..., d], contracting the last axis of x (length D) into the
+    // last axis of y (length C): coil prewhitening and coil compression.
+    virtual void mix_last_axis(const CArray& x, const std::vector<cfloat>& m, CArray& y) = 0;
+
+    // Copies the centred window of src into dst (same rank): crops where dst is smaller, zero-pads
+    // where larger. Index n/2 of each axis (the k-space / image centre) maps onto index m/2.
+    virtual void crop_pad_centred(const CArray& src, CArray& dst) = 0;
+
+    // y = sqrt(sum_c |x[..., c]|^2) over the last axis; y has x's shape without its last axis.
+    virtual void rss_last_axis(const CArray& x, CArray& y) = 0;
+
+    // Coil sensitivities by the adaptive method of Walsh, Gmitro & Marcellin (MRM 43:682, 2000):
+    // per pixel, the dominant eigenvector of the coil correlation matrix averaged over a
+    // kernel x kernel neighbourhood in (x, y). x is [X, Y, Z..., C]; maps has the same shape, each
+    // pixel's vector unit-norm with the phase of a reference coil removed.
+    virtual void walsh_sensitivities(const CArray& x, int kernel, CArray& maps) = 0;
+
+    // y = sum_c conj(s_c) x_c / sum_c |s_c|^2 over the last axis (optimal combination with maps).
+    virtual void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) = 0;
+};
+
+// CPU backend with `threads` worker threads (0 = all cores).
+std::shared_ptr<Backend> make_cpu_backend(int threads = 0);
+
+// True when this build has CUDA and at least one device is usable.
+bool cuda_available();
+// Number of CUDA devices and a one-line description of each (empty without CUDA).
+std::vector<std::string> cuda_devices();
+// CUDA backend on device `device` with its own stream. Throws with a clear message when this build
+// has no CUDA or the device is absent.
+std::shared_ptr<Backend> make_cuda_backend(int device = 0);
+
+}  // namespace larmor

@@ -1,0 +1,55 @@
+#pragma once
+// Runs a chain of gadgets for one session: one thread per gadget, a bounded queue in front of each,
+// messages flowing in order. push() blocks when the first queue is full, so backpressure reaches the
+// socket reader and a fast client cannot make the server buffer without limit.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gadgets/gadget.h"
+
+namespace larmor::config {
+class Chain;
+}
+
+namespace larmor {
+
+// Receives what leaves the last gadget (images and text go to the client; the rest is dropped).
+using ChainSink = std::function<void(Message)>;
+
+class ChainRunner {
+public:
+    // Builds the gadgets of `chain` (validated already by load_chain*). Throws ConfigError.
+    ChainRunner(const config::Chain& chain, size_t queue_capacity = 64);
+    ~ChainRunner();  // stops and joins all threads
+    ChainRunner(const ChainRunner&) = delete;
+    ChainRunner& operator=(const ChainRunner&) = delete;
+
+    // Starts the gadget threads. The sink is called from the last gadget's thread.
+    void start(SessionContext ctx, ChainSink sink);
+
+    // Feeds one message to the first gadget; blocks while its queue is full. After a gadget failed,
+    // messages are discarded (the session keeps reading until the client's CLOSE).
+    void push(Message msg);
+
+    // Signals the end of the stream and waits until every gadget has finished in order.
+    void close_and_wait();
+
+    // True once any gadget has thrown.
+    bool failed() const;
+    // "[GadgetName] ERROR: what" for each failure, in the order they happened.
+    std::vector<std::string> errors() const;
+
+    // Names of the gadgets, in order (for logs and tests).
+    std::vector<std::string> gadget_names() const;
+
+    // Backend the chain asks for (auto/cpu/cuda), from the chain config.
+    int backend_choice() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace larmor

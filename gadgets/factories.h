@@ -1,0 +1,22 @@
+#pragma once
+// One factory per gadget type; gadgets/registry.cpp maps larmor.config.Gadget's oneof onto these.
+#include <memory>
+
+#include "chain.pb.h"
+#include "gadgets/gadget.h"
+
+namespace larmor {
+
+std::unique_ptr<Gadget> make_pass_through(const config::PassThrough& cfg);
+std::unique_ptr<Gadget> make_acquisition_counter(const config::AcquisitionCounter& cfg);
+std::unique_ptr<Gadget> make_noise_adjust(const config::NoiseAdjust& cfg);
+std::unique_ptr<Gadget> make_remove_ro_oversampling(const config::RemoveROOversampling& cfg);
+std::unique_ptr<Gadget> make_accumulate_trigger(const config::AccumulateTrigger& cfg);
+std::unique_ptr<Gadget> make_fft(const config::FFT& cfg);
+std::unique_ptr<Gadget> make_coil_combine(const config::CoilCombine& cfg);
+std::unique_ptr<Gadget> make_image_finish(const config::ImageFinish& cfg);
+
+// Builds the gadget described by one chain entry. Throws ConfigError for an empty entry.
+std::unique_ptr<Gadget> make_gadget(const config::Gadget& g);
+
+}  // namespace larmor

@@ -1,0 +1,51 @@
+#pragma once
+// A gadget is one stage of a chain. The chain runner (gadgets/chain.h) gives each gadget its own
+// thread and a bounded input queue; the gadget itself is single-threaded code that receives typed
+// messages and emits messages downstream. Gadgets stay thin: numerical work goes through the
+// session's Backend (core/), never through kernels launched here.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <ismrmrd/xml.h>
+
+#include "core/backend.h"
+#include "gadgets/message.h"
+
+namespace larmor {
+
+// What every gadget of a session shares, fixed when the ISMRMRD header arrives.
+struct SessionContext {
+    ISMRMRD::IsmrmrdHeader header;  // parsed ISMRMRD XML header
+    std::string header_xml;         // the same header as received
+    std::shared_ptr<Backend> backend;
+    std::string session_id;         // for log lines
+};
+
+// Where a gadget sends its output. Blocks when the next stage's queue is full (backpressure).
+class Emitter {
+public:
+    virtual ~Emitter() = default;
+    virtual void emit(Message msg) = 0;
+};
+
+class Gadget {
+public:
+    virtual ~Gadget() = default;
+
+    // Called once on the gadget's thread before the first message, after the header arrived.
+    // Throwing here fails the session with the message.
+    virtual void start(const SessionContext& ctx) { (void)ctx; }
+
+    // Handle one message. The default passes it on unchanged; gadgets pass on what they do not handle.
+    virtual void process(Message msg, Emitter& out) { out.emit(std::move(msg)); }
+
+    // Called once after the last message (client CLOSE): flush what is buffered.
+    virtual void finish(Emitter& out) { (void)out; }
+
+    // True when the gadget applies Acquisition::pending itself (the accumulator); otherwise the
+    // runner materialises pending line operations on the host before process() sees the acquisition.
+    virtual bool handles_pending_line_ops() const { return false; }
+};
+
+}  // namespace larmor

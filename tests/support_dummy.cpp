@@ -1,0 +1,1 @@
+// Keeps larmor_test_support non-empty when tests/support has no sources yet.
