@@ -22,6 +22,9 @@ class ChainRunner {
 public:
     // Builds the gadgets of `chain` (validated already by load_chain*). Throws ConfigError.
     ChainRunner(const config::Chain& chain, size_t queue_capacity = 64);
+    // Runs gadgets built by the caller (tests, embedding): names[i] labels gadgets[i] in errors.
+    ChainRunner(std::vector<std::unique_ptr<Gadget>> gadgets, std::vector<std::string> names,
+                size_t queue_capacity = 64);
     ~ChainRunner();  // stops and joins all threads
     ChainRunner(const ChainRunner&) = delete;
     ChainRunner& operator=(const ChainRunner&) = delete;

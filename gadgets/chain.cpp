@@ -1,0 +1,181 @@
+#include "gadgets/chain.h"
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "chain.pb.h"
+#include "gadgets/bounded_queue.h"
+#include "gadgets/chain_config.h"
+#include "gadgets/factories.h"
+#include "gadgets/line_ops.h"
+
+namespace larmor {
+namespace {
+// A queue item: a message, or the end-of-stream marker (nullopt) that drains the chain in order.
+using Item = std::optional<Message>;
+}  // namespace
+
+struct ChainRunner::Impl {
+    struct Stage;
+
+    // Forwards a gadget's output to the next stage's queue, or to the sink after the last stage.
+    class StageEmitter final : public Emitter {
+    public:
+        StageEmitter(Impl& impl, size_t index) : impl_(impl), index_(index) {}
+        void emit(Message msg) override {
+            if (index_ + 1 < impl_.stages.size())
+                impl_.stages[index_ + 1]->queue.push(Item(std::move(msg)));
+            else if (impl_.sink)
+                impl_.sink(std::move(msg));
+        }
+
+    private:
+        Impl& impl_;
+        size_t index_;
+    };
+
+    struct Stage {
+        Stage(std::unique_ptr<Gadget> g, std::string n, size_t capacity)
+            : gadget(std::move(g)), name(std::move(n)), queue(capacity) {}
+        std::unique_ptr<Gadget> gadget;
+        std::string name;
+        BoundedQueue<Item> queue;
+        std::thread thread;
+        bool failed = false;  // touched only by the stage's own thread
+    };
+
+    std::vector<std::unique_ptr<Stage>> stages;
+    ChainSink sink;
+    SessionContext ctx;
+    int backend = 0;
+    bool started = false;
+    bool closed = false;
+
+    mutable std::mutex error_mutex;
+    std::vector<std::string> error_list;
+    std::atomic<bool> any_failed{false};
+
+    void record_error(const std::string& where, const std::string& what) {
+        {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            error_list.push_back("[" + where + "] ERROR: " + what);
+        }
+        any_failed = true;
+        spdlog::error("session {}: gadget {} failed: {}", ctx.session_id, where, what);
+    }
+
+    // Runs a gadget call, turning any exception into a recorded error and marking the stage failed
+    // so that it discards its remaining input instead of stalling the chain.
+    template <typename F>
+    void guarded(Stage& s, F&& f) {
+        if (s.failed) return;
+        try {
+            f();
+        } catch (const std::exception& e) {
+            s.failed = true;
+            record_error(s.name, e.what());
+        } catch (...) {
+            s.failed = true;
+            record_error(s.name, "unknown exception");
+        }
+    }
+
+    void run_stage(size_t index) {
+        Stage& s = *stages[index];
+        StageEmitter out(*this, index);
+        guarded(s, [&] { s.gadget->start(ctx); });
+        for (;;) {
+            std::optional<Item> item = s.queue.pop();
+            if (!item) return;  // aborted
+            if (!item->has_value()) break;
+            Message msg = std::move(**item);
+            guarded(s, [&] {
+                if (auto* acq = std::get_if<Acquisition>(&msg);
+                    acq && !acq->pending.empty() && !s.gadget->handles_pending_line_ops())
+                    materialize(*acq);
+                s.gadget->process(std::move(msg), out);
+            });
+        }
+        guarded(s, [&] { s.gadget->finish(out); });
+        if (index + 1 < stages.size()) stages[index + 1]->queue.push(Item());
+    }
+
+    void abort_all() {
+        for (auto& s : stages) s->queue.abort();
+    }
+
+    void join_all() {
+        for (auto& s : stages)
+            if (s->thread.joinable()) s->thread.join();
+    }
+};
+
+ChainRunner::ChainRunner(const config::Chain& chain, size_t queue_capacity) : impl_(std::make_unique<Impl>()) {
+    if (chain.gadget_size() == 0)
+        throw ConfigError("chain '" + chain.name() + "' has no gadgets");
+    for (const auto& g : chain.gadget())
+        impl_->stages.push_back(std::make_unique<Impl::Stage>(make_gadget(g), gadget_display_name(g), queue_capacity));
+    impl_->backend = chain.backend();
+}
+
+ChainRunner::ChainRunner(std::vector<std::unique_ptr<Gadget>> gadgets, std::vector<std::string> names,
+                         size_t queue_capacity)
+    : impl_(std::make_unique<Impl>()) {
+    if (gadgets.empty()) throw ConfigError("a chain needs at least one gadget");
+    if (names.size() != gadgets.size())
+        throw std::invalid_argument("ChainRunner: " + std::to_string(names.size()) + " names for " +
+                                    std::to_string(gadgets.size()) + " gadgets");
+    for (size_t i = 0; i < gadgets.size(); ++i)
+        impl_->stages.push_back(std::make_unique<Impl::Stage>(std::move(gadgets[i]), names[i], queue_capacity));
+}
+
+ChainRunner::~ChainRunner() {
+    if (impl_->started && !impl_->closed) impl_->abort_all();
+    impl_->join_all();
+}
+
+void ChainRunner::start(SessionContext ctx, ChainSink sink) {
+    if (impl_->started) throw std::logic_error("ChainRunner::start called twice");
+    impl_->ctx = std::move(ctx);
+    impl_->sink = std::move(sink);
+    impl_->started = true;
+    for (size_t i = 0; i < impl_->stages.size(); ++i)
+        impl_->stages[i]->thread = std::thread([this, i] { impl_->run_stage(i); });
+}
+
+void ChainRunner::push(Message msg) {
+    if (!impl_->started) throw std::logic_error("ChainRunner::push before start");
+    if (impl_->closed) throw std::logic_error("ChainRunner::push after close");
+    // After a failure the rest of the stream is read and dropped here, so the session can still
+    // wait for the client's CLOSE without the chain doing useless work.
+    if (impl_->any_failed) return;
+    impl_->stages.front()->queue.push(Item(std::move(msg)));
+}
+
+void ChainRunner::close_and_wait() {
+    if (!impl_->started || impl_->closed) return;
+    impl_->closed = true;
+    impl_->stages.front()->queue.push(Item());
+    impl_->join_all();
+}
+
+bool ChainRunner::failed() const { return impl_->any_failed; }
+
+std::vector<std::string> ChainRunner::errors() const {
+    std::lock_guard<std::mutex> lock(impl_->error_mutex);
+    return impl_->error_list;
+}
+
+std::vector<std::string> ChainRunner::gadget_names() const {
+    std::vector<std::string> names;
+    for (const auto& s : impl_->stages) names.push_back(s->name);
+    return names;
+}
+
+int ChainRunner::backend_choice() const { return impl_->backend; }
+
+}  // namespace larmor

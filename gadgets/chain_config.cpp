@@ -1,0 +1,152 @@
+#include "gadgets/chain_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "gadgets/gadgetron_xml.h"
+
+namespace larmor {
+namespace {
+
+namespace pb = google::protobuf;
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+}
+
+std::vector<std::string> field_names(const pb::Descriptor* d) {
+    std::vector<std::string> names;
+    for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
+    return names;
+}
+
+// Collects protobuf's parse errors and, for the commonest user mistake (a misspelt gadget or
+// parameter), appends the list of names that would have been valid at that place.
+class ErrorCollector final : public pb::io::ErrorCollector {
+public:
+    void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+        std::string msg = message;
+        static const std::regex no_field(R"(Message type \"([\w.]+)\" has no field named \"(\w+)\")");
+        std::smatch m;
+        if (std::regex_search(message, m, no_field)) {
+            const pb::Descriptor* d = pb::DescriptorPool::generated_pool()->FindMessageTypeByName(m[1].str());
+            if (d && d->full_name() == "larmor.config.Gadget")
+                msg = "unknown gadget type or field '" + m[2].str() + "' in a gadget entry; valid: " +
+                      join(field_names(d));
+            else if (d)
+                msg = "unknown parameter '" + m[2].str() + "' for " + d->name() + "; valid parameters: " +
+                      (d->field_count() ? join(field_names(d)) : std::string("(none)"));
+        }
+        errors_.push_back("line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + msg);
+    }
+    void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
+    std::string text() const { return join(errors_); }
+
+private:
+    std::vector<std::string> errors_;
+};
+
+void validate(const config::Chain& chain, const std::string& origin) {
+    if (chain.gadget_size() == 0) throw ConfigError(origin + ": the chain has no gadgets");
+    for (int i = 0; i < chain.gadget_size(); ++i)
+        if (chain.gadget(i).kind_case() == config::Gadget::KIND_NOT_SET)
+            throw ConfigError(origin + ": gadget #" + std::to_string(i + 1) +
+                              (chain.gadget(i).name().empty() ? "" : " ('" + chain.gadget(i).name() + "')") +
+                              " names no gadget type; known types: " + join(known_gadget_types()));
+}
+
+config::Chain parse_text_format(const std::string& text, const std::string& origin) {
+    config::Chain chain;
+    pb::TextFormat::Parser parser;
+    ErrorCollector errors;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(text, &chain)) throw ConfigError(origin + ": " + errors.text());
+    return chain;
+}
+
+bool looks_like_xml(const std::string& text) {
+    auto it = std::find_if(text.begin(), text.end(), [](unsigned char c) { return !std::isspace(c); });
+    return it != text.end() && *it == '<';
+}
+
+// CONFIG_FILE names come from the network: only plain file names inside the config directory.
+void check_config_name(const std::string& name) {
+    if (name.empty()) throw ConfigError("empty config name");
+    if (name.size() > 255) throw ConfigError("config name of " + std::to_string(name.size()) + " characters is too long");
+    if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
+        throw ConfigError("config name '" + name + "' contains a path separator; only names of chains in the config directory are accepted");
+    if (name.find("..") != std::string::npos) throw ConfigError("config name '" + name + "' contains '..'");
+    if (name.front() == '.') throw ConfigError("config name '" + name + "' starts with '.'");
+    for (unsigned char c : name)
+        if (c < 0x20 || c == 0x7f) throw ConfigError("config name contains control character " + std::to_string(int(c)));
+}
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw ConfigError("cannot read chain file '" + p.string() + "'");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+config::Chain parse_chain(const std::string& text, const std::string& origin) {
+    config::Chain chain = looks_like_xml(text) ? translate_gadgetron_xml(text, origin) : parse_text_format(text, origin);
+    validate(chain, origin);
+    return chain;
+}
+
+config::Chain load_chain_file(const std::string& config_dir, const std::string& name) {
+    check_config_name(name);
+    namespace fs = std::filesystem;
+    for (const std::string& candidate : {name, name + ".pbtxt"}) {
+        fs::path p = fs::path(config_dir) / candidate;
+        std::error_code ec;
+        if (fs::is_regular_file(p, ec)) {
+            config::Chain chain = parse_chain(read_file(p), candidate);
+            if (chain.name().empty()) chain.set_name(name);
+            return chain;
+        }
+    }
+    throw ConfigError("unknown chain '" + name + "'; available chains: " + join(list_chains(config_dir)));
+}
+
+std::vector<std::string> list_chains(const std::string& config_dir) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(config_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::path& p = it->path();
+        if (!it->is_regular_file(ec)) continue;
+        if (p.extension() == ".pbtxt") names.push_back(p.stem().string());
+        else if (p.extension() == ".xml") names.push_back(p.filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::vector<std::string> known_gadget_types() {
+    const pb::OneofDescriptor* kind = config::Gadget::descriptor()->FindOneofByName("kind");
+    std::vector<std::string> names;
+    for (int i = 0; i < kind->field_count(); ++i) names.push_back(kind->field(i)->name());
+    return names;
+}
+
+std::string gadget_display_name(const config::Gadget& g) {
+    if (!g.name().empty()) return g.name();
+    const pb::FieldDescriptor* f = config::Gadget::descriptor()->FindFieldByNumber(static_cast<int>(g.kind_case()));
+    return f ? f->message_type()->name() : "Gadget";
+}
+
+}  // namespace larmor

@@ -1,0 +1,241 @@
+// Gadgetron users arrive with XML chains; Larmor accepts them for the gadgets it has, so a site can
+// point gadgetron_ismrmrd_client -C at Larmor unchanged. Readers and writers are implied by the
+// wire protocol and ignored; Gadgetron properties that have no Larmor meaning are ignored too
+// (real configs carry many), but a value Larmor does use must be valid.
+#include "gadgets/gadgetron_xml.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+
+#include <google/protobuf/text_format.h>
+#include <pugixml.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gadgets/chain_config.h"
+
+namespace larmor {
+namespace {
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+}
+
+bool truthy(const std::string& v, const std::string& what) {
+    std::string l = lower(v);
+    if (l == "true" || l == "1" || l == "yes") return true;
+    if (l == "false" || l == "0" || l == "no" || l.empty()) return false;
+    throw ConfigError(what + ": '" + v + "' is not a boolean (true/false)");
+}
+
+struct XmlGadget {
+    std::string name, classname;
+    std::map<std::string, std::string> properties;
+};
+
+config::TriggerDimension trigger_from(const std::string& value) {
+    static const std::map<std::string, config::TriggerDimension> kMap = {
+        {"", config::TRIGGER_AUTO},           {"none", config::TRIGGER_NONE},
+        {"slice", config::TRIGGER_SLICE},     {"contrast", config::TRIGGER_CONTRAST},
+        {"phase", config::TRIGGER_PHASE},     {"repetition", config::TRIGGER_REPETITION},
+        {"set", config::TRIGGER_SET},         {"average", config::TRIGGER_AVERAGE}};
+    auto it = kMap.find(lower(value));
+    if (it == kMap.end())
+        throw ConfigError("trigger_dimension '" + value +
+                          "' is not supported; valid: slice, contrast, phase, repetition, set, average, none, or empty");
+    return it->second;
+}
+
+// ExtractGadget's extract_mask bits (Gadgetron): 1 magnitude, 2 real, 4 imag, 8 phase.
+config::ImageOutput output_from_mask(const std::string& value) {
+    int mask = 0;
+    try {
+        mask = std::stoi(value);
+    } catch (const std::exception&) {
+        throw ConfigError("extract_mask '" + value + "' is not an integer");
+    }
+    if (mask & 1) return config::OUTPUT_MAGNITUDE;
+    if (mask & 2) return config::OUTPUT_REAL;
+    if (mask & 4) return config::OUTPUT_IMAG;
+    if (mask & 8) return config::OUTPUT_PHASE;
+    throw ConfigError("extract_mask '" + value + "' selects no output (use 1, 2, 4 or 8)");
+}
+
+// Sets a Larmor field from a property of the same name (so XML can also carry Larmor's own
+// parameters), through protobuf reflection and its text syntax.
+bool set_same_named_field(google::protobuf::Message& cfg, const std::string& prop, const std::string& value,
+                          const std::string& where) {
+    const auto* field = cfg.GetDescriptor()->FindFieldByName(prop);
+    if (!field) return false;
+    if (!google::protobuf::TextFormat::ParseFieldValueFromString(value, field, &cfg))
+        throw ConfigError(where + ": property " + prop + " = '" + value + "' is not a valid " + field->type_name());
+    return true;
+}
+
+// One translated gadget: appends zero or more Larmor gadgets (or amends the previous one).
+using Translator = std::function<void(const XmlGadget&, config::Chain&)>;
+
+config::Gadget& append(config::Chain& chain, const XmlGadget& g) {
+    config::Gadget* out = chain.add_gadget();
+    out->set_name(g.name);
+    return *out;
+}
+
+void apply_properties(const XmlGadget& g, google::protobuf::Message& cfg,
+                      const std::map<std::string, std::function<void(const std::string&)>>& special) {
+    for (const auto& [prop, value] : g.properties) {
+        auto it = special.find(prop);
+        if (it != special.end()) it->second(value);
+        else if (!set_same_named_field(cfg, prop, value, g.classname))
+            spdlog::debug("Gadgetron property {}.{} has no Larmor meaning; ignored", g.classname, prop);
+    }
+}
+
+const std::map<std::string, Translator>& translators() {
+    static const std::map<std::string, Translator> kTable = [] {
+        std::map<std::string, Translator> t;
+        auto pass = [](const XmlGadget& g, config::Chain& c) { append(c, g).mutable_pass_through(); };
+        for (const char* n : {"AcquisitionPassthroughGadget", "PassThroughGadget", "PassThrough",
+                              // The dependency pre-query of gadgetron_ismrmrd_client: Larmor handles
+                              // noise scans in-stream, so the pre-query chain has nothing to do.
+                              "NoiseSummaryGadget"})
+            t[n] = pass;
+        t["AcquisitionCounter"] = [](const XmlGadget& g, config::Chain& c) {
+            auto* cfg = append(c, g).mutable_acquisition_counter();
+            apply_properties(g, *cfg, {});
+        };
+        auto noise = [](const XmlGadget& g, config::Chain& c) {
+            auto* cfg = append(c, g).mutable_noise_adjust();
+            apply_properties(g, *cfg, {
+                {"noise_dwell_time_us_preset", [cfg](const std::string& v) { cfg->set_noise_dwell_time_us(std::stof(v)); }},
+            });
+        };
+        t["NoiseAdjustGadget"] = t["NoiseAdjust"] = noise;
+        auto roos = [](const XmlGadget& g, config::Chain& c) { append(c, g).mutable_remove_ro_oversampling(); };
+        t["RemoveROOversamplingGadget"] = t["RemoveROOversampling"] = roos;
+        auto acc = [](const XmlGadget& g, config::Chain& c) {
+            auto* cfg = append(c, g).mutable_accumulate_trigger();
+            apply_properties(g, *cfg, {
+                {"trigger_dimension", [cfg](const std::string& v) { cfg->set_trigger(trigger_from(v)); }},
+            });
+        };
+        t["AccumulatorGadget"] = t["AcquisitionAccumulateTriggerGadget"] = t["AccumulateTrigger"] = acc;
+        // BucketToBuffer is part of Larmor's accumulator; it must follow one.
+        t["BucketToBufferGadget"] = [](const XmlGadget& g, config::Chain& c) {
+            if (c.gadget_size() == 0 || !c.gadget(c.gadget_size() - 1).has_accumulate_trigger())
+                throw ConfigError("BucketToBufferGadget '" + g.name +
+                                  "' must follow AcquisitionAccumulateTriggerGadget (Larmor's AccumulateTrigger does both)");
+        };
+        auto fft = [](const XmlGadget& g, config::Chain& c) { append(c, g).mutable_fft(); };
+        t["FFTGadget"] = t["FFT"] = fft;
+        auto combine = [](const XmlGadget& g, config::Chain& c) {
+            auto* cfg = append(c, g).mutable_coil_combine();
+            apply_properties(g, *cfg, {});
+        };
+        t["CombineGadget"] = t["CoilCombine"] = combine;
+        // Gadgetron 4's SimpleReconGadget = FFT + root-sum-of-squares combination.
+        t["SimpleReconGadget"] = [](const XmlGadget& g, config::Chain& c) {
+            append(c, g).mutable_fft();
+            append(c, XmlGadget{g.name + ".combine", g.classname, {}}).mutable_coil_combine();
+        };
+        // Splitting image arrays into images is what Larmor's FFT/finish already do.
+        t["ImageArraySplitGadget"] = [](const XmlGadget&, config::Chain&) {};
+        t["ExtractGadget"] = [](const XmlGadget& g, config::Chain& c) {
+            auto* cfg = append(c, g).mutable_image_finish();
+            apply_properties(g, *cfg, {
+                {"extract_mask", [cfg](const std::string& v) { cfg->set_output(output_from_mask(v)); }},
+                {"extract_magnitude", [cfg, &g](const std::string& v) { if (truthy(v, g.classname + ".extract_magnitude")) cfg->set_output(config::OUTPUT_MAGNITUDE); }},
+                {"extract_real", [cfg, &g](const std::string& v) { if (truthy(v, g.classname + ".extract_real")) cfg->set_output(config::OUTPUT_REAL); }},
+                {"extract_imag", [cfg, &g](const std::string& v) { if (truthy(v, g.classname + ".extract_imag")) cfg->set_output(config::OUTPUT_IMAG); }},
+                {"extract_phase", [cfg, &g](const std::string& v) { if (truthy(v, g.classname + ".extract_phase")) cfg->set_output(config::OUTPUT_PHASE); }},
+            });
+        };
+        // ImageFinishGadget after ExtractGadget is the same stage in Larmor.
+        auto finish = [](const XmlGadget& g, config::Chain& c) {
+            if (c.gadget_size() > 0 && c.gadget(c.gadget_size() - 1).has_image_finish()) {
+                apply_properties(g, *c.mutable_gadget(c.gadget_size() - 1)->mutable_image_finish(), {});
+                return;
+            }
+            apply_properties(g, *append(c, g).mutable_image_finish(), {});
+        };
+        t["ImageFinishGadget"] = t["ImageFinish"] = finish;
+        return t;
+    }();
+    return kTable;
+}
+
+std::vector<XmlGadget> read_gadgets(const pugi::xml_node& parent, const std::string& origin) {
+    std::vector<XmlGadget> out;
+    for (const pugi::xml_node& node : parent.children()) {
+        std::string tag = node.name();
+        if (tag == "parallel" || tag == "distributed" || tag == "external" || tag == "branch")
+            throw ConfigError(origin + ": <" + tag + "> stream elements are not supported by Larmor");
+        if (tag != "gadget") continue;
+        XmlGadget g;
+        g.name = node.child_value("name");
+        g.classname = node.child_value("classname");
+        if (g.classname.empty()) throw ConfigError(origin + ": gadget '" + g.name + "' has no <classname>");
+        if (g.name.empty()) g.name = g.classname;
+        for (const pugi::xml_node& p : node.children("property")) {
+            // Legacy: <property><name/><value/></property>; v2 also: <property name="" value=""/>.
+            std::string pname = p.attribute("name") ? p.attribute("name").value() : p.child_value("name");
+            std::string pvalue = p.attribute("value") ? p.attribute("value").value() : p.child_value("value");
+            if (pname.empty()) throw ConfigError(origin + ": gadget '" + g.name + "' has a property without a name");
+            g.properties[pname] = pvalue;
+        }
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> supported_gadgetron_classnames() {
+    std::vector<std::string> names;
+    for (const auto& [name, _] : translators()) names.push_back(name);
+    return names;
+}
+
+config::Chain translate_gadgetron_xml(const std::string& xml, const std::string& origin) {
+    pugi::xml_document doc;
+    pugi::xml_parse_result parsed = doc.load_buffer(xml.data(), xml.size());
+    if (!parsed)
+        throw ConfigError(origin + ": XML parse error at byte " + std::to_string(parsed.offset) + ": " + parsed.description());
+    std::vector<XmlGadget> gadgets;
+    pugi::xml_node root = doc.document_element();
+    std::string root_name = root.name();
+    if (root_name == "gadgetronStreamConfiguration") {
+        gadgets = read_gadgets(root, origin);
+    } else if (root_name == "configuration") {
+        std::string version = root.child_value("version");
+        if (version != "2")
+            throw ConfigError(origin + ": <configuration> version '" + version + "' is not supported (only 2)");
+        gadgets = read_gadgets(root.child("stream"), origin);
+    } else {
+        throw ConfigError(origin + ": root element <" + root_name +
+                          "> is neither <gadgetronStreamConfiguration> nor <configuration>");
+    }
+
+    config::Chain chain;
+    chain.set_name(origin);
+    const auto& table = translators();
+    for (const XmlGadget& g : gadgets) {
+        auto it = table.find(g.classname);
+        if (it == table.end()) {
+            std::string supported;
+            for (const auto& n : supported_gadgetron_classnames()) supported += (supported.empty() ? "" : ", ") + n;
+            throw ConfigError(origin + ": Gadgetron classname '" + g.classname + "' (gadget '" + g.name +
+                              "') has no Larmor equivalent; supported: " + supported);
+        }
+        try {
+            it->second(g, chain);
+        } catch (const std::exception& e) {
+            throw ConfigError(origin + ": gadget '" + g.name + "': " + e.what());
+        }
+    }
+    return chain;
+}
+
+}  // namespace larmor

@@ -1,0 +1,29 @@
+// Maps each case of larmor.config.Gadget's oneof onto its factory. Adding a gadget = a message in
+// proto/chain.proto, a factory in factories.h, and one case here.
+#include "gadgets/chain_config.h"
+#include "gadgets/factories.h"
+
+namespace larmor {
+
+std::unique_ptr<Gadget> make_gadget(const config::Gadget& g) {
+    using G = config::Gadget;
+    switch (g.kind_case()) {
+    case G::kPassThrough: return make_pass_through(g.pass_through());
+    case G::kAcquisitionCounter: return make_acquisition_counter(g.acquisition_counter());
+    case G::kNoiseAdjust: return make_noise_adjust(g.noise_adjust());
+    case G::kRemoveRoOversampling: return make_remove_ro_oversampling(g.remove_ro_oversampling());
+    case G::kAccumulateTrigger: return make_accumulate_trigger(g.accumulate_trigger());
+    case G::kFft: return make_fft(g.fft());
+    case G::kCoilCombine: return make_coil_combine(g.coil_combine());
+    case G::kImageFinish: return make_image_finish(g.image_finish());
+    case G::KIND_NOT_SET: break;
+    }
+    throw ConfigError("gadget entry" + (g.name().empty() ? std::string() : " '" + g.name() + "'") +
+                      " names no gadget type; known types: " + [] {
+                          std::string s;
+                          for (const auto& t : known_gadget_types()) s += (s.empty() ? "" : ", ") + t;
+                          return s;
+                      }());
+}
+
+}  // namespace larmor

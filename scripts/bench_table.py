@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Prints one Markdown table from Google Benchmark JSON files.
+
+Each benchmark may publish counters `bytes` (the fewest bytes its work must move through device
+memory) and `flops`. For GPU benchmarks (name contains 'GPU' or 'Cuda' or 'cuFFT'), the bound is
+max(bytes / copy bandwidth, flops / FP32 rate), with the copy bandwidth measured in the same run by
+BM_DeviceCopyBandwidth, and the table shows measured time over that bound.
+"""
+import json
+import sys
+
+FP32_FLOPS = 67e12  # H100/H200 SXM dense FP32 (datasheet); GPU code here is bandwidth-bound
+
+
+def load(paths):
+    rows, context = [], None
+    for p in paths:
+        with open(p) as f:
+            d = json.load(f)
+        context = context or d.get("context", {})
+        for b in d.get("benchmarks", []):
+            if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+                continue
+            if b.get("error_occurred"):
+                rows.append((b.get("run_name", b["name"]), None, b.get("error_message", "error"), b))
+                continue
+            rows.append((b.get("run_name", b["name"]), b, None, b))
+    return rows, context
+
+
+def to_us(b):
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
+    return b["real_time"] * scale
+
+
+def main(paths):
+    rows, context = load(paths)
+    copy_bw = None
+    for name, b, err, _ in rows:
+        if b and name.startswith("BM_DeviceCopyBandwidth") and b.get("bytes"):
+            copy_bw = b["bytes"] / (to_us(b) * 1e-6)
+    print(f"Host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, date {context.get('date', '?')}")
+    if copy_bw:
+        print(f"Measured device copy bandwidth (read+write): {copy_bw / 1e12:.2f} TB/s\n")
+    print("| benchmark | median time (us) | GB/s | bound (us) | time / bound |")
+    print("|---|---:|---:|---:|---:|")
+    for name, b, err, _ in rows:
+        if err:
+            print(f"| {name} | skipped: {err} | | | |")
+            continue
+        t = to_us(b)
+        bytes_ = b.get("bytes")
+        flops = b.get("flops", 0.0)
+        gbps = f"{bytes_ / (t * 1e-6) / 1e9:.0f}" if bytes_ else ""
+        bound = ""
+        ratio = ""
+        is_gpu = any(k in name for k in ("GPU", "Gpu", "Cuda", "CUDA", "cuFFT", "Device"))
+        if is_gpu and copy_bw and (bytes_ or flops):
+            bound_us = max((bytes_ or 0) / copy_bw, flops / FP32_FLOPS) * 1e6
+            bound = f"{bound_us:.1f}"
+            ratio = f"{t / bound_us:.2f}x"
+        print(f"| {name} | {t:.1f} | {gbps} | {bound} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds Larmor with CUDA on the lent GPU machine, runs the whole test suite there (the GPU tests
+# run for real) and the benchmarks, and prints a short table. One call does everything, because
+# device time is scarce. Usage from the lead machine (device tool):
+#   run: bash scripts/gpu-check.sh        carry: [".carry"]
+# .carry/ holds what that machine lacks (scripts/prepare-gpu-carry.sh fills it): the Debian packages
+# of ISMRMRD and pugixml, and the real dataset. Everything else (CUDA 13, Boost, protobuf, FFTW,
+# OpenBLAS/LAPACKE, spdlog, CLI11, HDF5, gtest, benchmark) is on that machine already.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+FINAL=${OUT:-/tmp/larmor-out}
+OUT=/tmp/larmor-work   # everything lands here; $FINAL gets a few files (the device returns at most 8)
+PFX=/tmp/larmor-pfx
+BUILD=/tmp/larmor-build
+MODE=${1:-all}          # all | tests | bench
+BENCH_FILTER=${BENCH_FILTER:-.}
+mkdir -p "$OUT" "$FINAL" "$PFX"
+export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
+L=$PFX/usr/lib/x86_64-linux-gnu
+
+# 1. Unpack the carried packages into a private prefix (never into /), and point their
+#    pkg-config files at it.
+for deb in "$ROOT"/.carry/debs/*.deb; do dpkg -x "$deb" "$PFX"; done
+find "$PFX" -name '*.pc' -exec sed -i "s#=/usr#=$PFX/usr#g; s#-I/usr#-I$PFX/usr#g; s#-L/usr#-L$PFX/usr#g" {} +
+# Debian's ISMRMRD CMake targets name absolute Debian library paths (curl, crypto, szip) that the
+# ISMRMRD library does not need for what Larmor uses; keep HDF5 and pugixml only.
+sed -i "s#INTERFACE_LINK_LIBRARIES \".*\"#INTERFACE_LINK_LIBRARIES \"/usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so;$L/libpugixml.so\"#" \
+  "$L/cmake/ISMRMRD/ISMRMRDTargets.cmake"
+export PKG_CONFIG_PATH=$L/pkgconfig:/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/device.txt"
+
+# 2. Build (all cores).
+t0=$(date +%s)
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$PFX/usr;$L/cmake" -DCMAKE_LIBRARY_PATH="$L" \
+  -DLARMOR_SHARED_DATA_DIR="$ROOT/.carry/data" -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
+  > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
+ninja -C "$BUILD" -j16 > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -40; tail -20 "$OUT/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+
+status=0
+# 3. Tests: everything, so the GPU tests run for real next to the CPU ones.
+if [ "$MODE" != bench ]; then
+  (cd "$BUILD" && ctest --output-on-failure -j4 --timeout 600 ${CTEST_ARGS:-}) > "$OUT/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout|Not Run|Skipped" "$OUT/ctest.log" | tail -25
+fi
+
+# 4. Benchmarks, JSON per executable, then one table.
+if [ "$MODE" != tests ]; then
+  for exe in "$BUILD"/bench/*_bench; do
+    name=$(basename "$exe")
+    "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
+      --benchmark_out_format=json --benchmark_repetitions=${BENCH_REPS:-7} --benchmark_report_aggregates_only=true \
+      > "$OUT/$name.txt" 2>&1 || { echo "$name failed"; tail -5 "$OUT/$name.txt"; status=1; }
+  done
+  python3 "$ROOT/scripts/bench_table.py" "$OUT"/*_bench.json | tee "$OUT/table.md"
+fi
+tar czf "$FINAL/results.tgz" -C "$OUT" .
+cp "$OUT"/table.md "$OUT"/ctest.log "$FINAL"/ 2>/dev/null
+exit $status

@@ -1,0 +1,239 @@
+// Chain configuration (Protobuf text and Gadgetron XML) and the threaded chain runner.
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "gadgets/bounded_queue.h"
+#include "gadgets/chain.h"
+#include "gadgets/chain_config.h"
+
+using namespace larmor;
+
+namespace {
+const std::string kConfigDir = std::string(LARMOR_SOURCE_DIR) + "/config";
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+Acquisition make_acq(uint32_t scan, uint16_t samples = 4, uint16_t channels = 2) {
+    Acquisition a;
+    a.head.scan_counter = scan;
+    a.head.number_of_samples = samples;
+    a.head.active_channels = channels;
+    a.data.assign(size_t{samples} * channels, cfloat(float(scan), 0));
+    return a;
+}
+
+// Records what it sees, optionally throwing at a given scan counter.
+class Probe final : public Gadget {
+public:
+    Probe(std::vector<uint32_t>* seen, int throw_at = -1) : seen_(seen), throw_at_(throw_at) {}
+    void process(Message msg, Emitter& out) override {
+        if (auto* a = std::get_if<Acquisition>(&msg)) {
+            if (int(a->head.scan_counter) == throw_at_)
+                throw std::runtime_error("probe refuses scan " + std::to_string(throw_at_));
+            seen_->push_back(a->head.scan_counter);
+        }
+        out.emit(std::move(msg));
+    }
+    void finish(Emitter& out) override { out.emit(Text{"probe finished"}); }
+
+private:
+    std::vector<uint32_t>* seen_;
+    int throw_at_;
+};
+}  // namespace
+
+TEST(ChainConfig, ParsesEveryShippedChain) {
+    auto names = list_chains(kConfigDir);
+    ASSERT_FALSE(names.empty());
+    for (const auto& n : names) {
+        SCOPED_TRACE(n);
+        config::Chain c = load_chain_file(kConfigDir, n);
+        EXPECT_GT(c.gadget_size(), 0);
+    }
+}
+
+TEST(ChainConfig, CartesianChainHasTheAgreedOrder) {
+    config::Chain c = load_chain_file(kConfigDir, "cartesian");
+    ASSERT_EQ(c.gadget_size(), 6);
+    EXPECT_TRUE(c.gadget(0).has_noise_adjust());
+    EXPECT_TRUE(c.gadget(1).has_remove_ro_oversampling());
+    EXPECT_TRUE(c.gadget(2).has_accumulate_trigger());
+    EXPECT_TRUE(c.gadget(3).has_fft());
+    EXPECT_TRUE(c.gadget(4).has_coil_combine());
+    EXPECT_TRUE(c.gadget(5).has_image_finish());
+}
+
+TEST(ChainConfig, GadgetronDefaultXmlTranslatesToTheSameStages) {
+    config::Chain c = load_chain_file(kConfigDir, "default.xml");
+    ASSERT_EQ(c.gadget_size(), 6);  // BucketToBuffer merges into the accumulator, ImageFinish into Extract
+    EXPECT_TRUE(c.gadget(0).has_noise_adjust());
+    EXPECT_TRUE(c.gadget(2).has_accumulate_trigger());
+    EXPECT_EQ(c.gadget(2).name(), "AccTrig");
+    EXPECT_TRUE(c.gadget(5).has_image_finish());
+}
+
+TEST(ChainConfig, UnknownGadgetListsTheValidTypes) {
+    std::string e = error_of([] { parse_chain("gadget { fancy_recon {} }"); });
+    EXPECT_NE(e.find("fancy_recon"), std::string::npos) << e;
+    EXPECT_NE(e.find("noise_adjust"), std::string::npos) << e;
+    EXPECT_NE(e.find("image_finish"), std::string::npos) << e;
+}
+
+TEST(ChainConfig, UnknownParameterListsTheValidOnes) {
+    std::string e = error_of([] { parse_chain("gadget { coil_combine { methd: COMBINE_RSS } }"); });
+    EXPECT_NE(e.find("methd"), std::string::npos) << e;
+    EXPECT_NE(e.find("kernel_size"), std::string::npos) << e;
+    e = error_of([] { parse_chain("gadget { coil_combine { method: COMBINE_MAGIC } }"); });
+    EXPECT_NE(e.find("COMBINE_MAGIC"), std::string::npos) << e;
+}
+
+TEST(ChainConfig, EmptyChainAndEmptyGadgetAreRejected) {
+    EXPECT_NE(error_of([] { parse_chain("name: \"x\""); }).find("no gadgets"), std::string::npos);
+    EXPECT_NE(error_of([] { parse_chain("gadget { name: \"lonely\" }"); }).find("lonely"), std::string::npos);
+}
+
+TEST(ChainConfig, ConfigNamesStayInsideTheConfigDirectory) {
+    for (const std::string bad : {"../etc/passwd", "a/b", "/etc/passwd", "..", ".hidden", "x\\y"}) {
+        SCOPED_TRACE(bad);
+        std::string e = error_of([&] { load_chain_file(kConfigDir, bad); });
+        EXPECT_FALSE(e.empty());
+        EXPECT_NE(e.find(bad), std::string::npos) << e;
+    }
+    std::string e = error_of([] { load_chain_file(kConfigDir, "no_such_chain"); });
+    EXPECT_NE(e.find("no_such_chain"), std::string::npos);
+    EXPECT_NE(e.find("cartesian"), std::string::npos) << "lists the available chains: " << e;
+}
+
+TEST(ChainConfig, GadgetronV2XmlWithAttributeProperties) {
+    const char* xml = R"(<?xml version="1.0"?>
+<configuration><version>2</version>
+ <readers><reader><dll>gadgetron_core_readers</dll><classname>AcquisitionReader</classname></reader></readers>
+ <writers><writer><dll>gadgetron_core_writers</dll><classname>ImageWriter</classname></writer></writers>
+ <stream>
+  <gadget><name>Acc</name><dll>gadgetron_mricore</dll><classname>AcquisitionAccumulateTriggerGadget</classname>
+    <property name="trigger_dimension" value="repetition"/></gadget>
+  <gadget><dll>gadgetron_mricore</dll><classname>BucketToBufferGadget</classname></gadget>
+  <gadget><dll>gadgetron_mricore</dll><classname>SimpleReconGadget</classname></gadget>
+  <gadget><dll>gadgetron_mricore</dll><classname>ImageArraySplitGadget</classname></gadget>
+  <gadget><dll>gadgetron_mricore</dll><classname>ExtractGadget</classname><property name="extract_mask" value="8"/></gadget>
+ </stream></configuration>)";
+    config::Chain c = parse_chain(xml);
+    ASSERT_EQ(c.gadget_size(), 4);
+    EXPECT_EQ(c.gadget(0).accumulate_trigger().trigger(), config::TRIGGER_REPETITION);
+    EXPECT_TRUE(c.gadget(1).has_fft());
+    EXPECT_TRUE(c.gadget(2).has_coil_combine());
+    EXPECT_EQ(c.gadget(3).image_finish().output(), config::OUTPUT_PHASE);
+}
+
+TEST(ChainConfig, XmlErrorsNameTheOffendingValue) {
+    EXPECT_NE(error_of([] { parse_chain("<gadgetronStreamConfiguration><gadget><name>G</name><classname>GrappaGadget</classname></gadget></gadgetronStreamConfiguration>"); })
+                  .find("GrappaGadget"), std::string::npos);
+    EXPECT_NE(error_of([] { parse_chain("<configuration><version>7</version></configuration>"); }).find("'7'"),
+              std::string::npos);
+    EXPECT_NE(error_of([] { parse_chain("<gadgetronStreamConfiguration><gadget>"); }).find("XML parse error"),
+              std::string::npos);
+    EXPECT_NE(error_of([] { parse_chain("<gadgetronStreamConfiguration><gadget><classname>AcquisitionAccumulateTriggerGadget</classname><property><name>trigger_dimension</name><value>sideways</value></property></gadget></gadgetronStreamConfiguration>"); })
+                  .find("sideways"), std::string::npos);
+    EXPECT_NE(error_of([] { parse_chain("<gadgetronStreamConfiguration><gadget><classname>BucketToBufferGadget</classname></gadget></gadgetronStreamConfiguration>"); })
+                  .find("must follow"), std::string::npos);
+}
+
+TEST(ChainRunner, DeliversInOrderAndDrainsOnClose) {
+    std::vector<uint32_t> a, b;
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(std::make_unique<Probe>(&a));
+    g.push_back(std::make_unique<Probe>(&b));
+    ChainRunner chain(std::move(g), {"first", "second"}, 2);  // tiny queues: exercises blocking
+    std::vector<std::string> texts;
+    size_t acquisitions = 0;
+    chain.start(SessionContext{}, [&](Message m) {
+        if (auto* t = std::get_if<Text>(&m)) texts.push_back(t->text);
+        if (std::holds_alternative<Acquisition>(m)) ++acquisitions;
+    });
+    for (uint32_t i = 0; i < 500; ++i) chain.push(make_acq(i));
+    chain.close_and_wait();
+    ASSERT_EQ(a.size(), 500u);
+    ASSERT_EQ(b.size(), 500u);
+    for (uint32_t i = 0; i < 500; ++i) ASSERT_EQ(b[i], i);
+    EXPECT_EQ(acquisitions, 500u);
+    // Both finish() calls ran, in chain order: the first's text passed through the second.
+    ASSERT_EQ(texts.size(), 2u);
+    EXPECT_FALSE(chain.failed());
+}
+
+TEST(ChainRunner, GadgetExceptionIsReportedAndTheChainStillDrains) {
+    std::vector<uint32_t> a, b;
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(std::make_unique<Probe>(&a, 7));
+    g.push_back(std::make_unique<Probe>(&b));
+    ChainRunner chain(std::move(g), {"Picky", "After"});
+    chain.start(SessionContext{}, [](Message) {});
+    for (uint32_t i = 0; i < 100; ++i) chain.push(make_acq(i));
+    chain.close_and_wait();
+    EXPECT_TRUE(chain.failed());
+    auto errors = chain.errors();
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0], "[Picky] ERROR: probe refuses scan 7");
+    EXPECT_EQ(a.size(), 7u);
+    EXPECT_EQ(b.size(), 7u);  // nothing after the failure reached the next gadget
+}
+
+TEST(ChainRunner, DestroyingAnUnclosedChainDoesNotHang) {
+    std::vector<uint32_t> a;
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(std::make_unique<Probe>(&a));
+    auto chain = std::make_unique<ChainRunner>(std::move(g), std::vector<std::string>{"only"}, 4);
+    chain->start(SessionContext{}, [](Message) {});
+    for (uint32_t i = 0; i < 10; ++i) chain->push(make_acq(i));
+    chain.reset();  // joins without close_and_wait
+    SUCCEED();
+}
+
+TEST(ChainRunner, BuildsFromConfigAndCounts) {
+    config::Chain c = load_chain_file(kConfigDir, "counter");
+    ChainRunner chain(c);
+    std::string report;
+    chain.start(SessionContext{}, [&](Message m) {
+        if (auto* t = std::get_if<Text>(&m)) report = t->text;
+    });
+    for (uint32_t i = 0; i < 42; ++i) {
+        Acquisition acq = make_acq(i);
+        if (i == 0) acq.head.flags |= uint64_t{1} << 18;  // noise scan, flag 19
+        chain.push(std::move(acq));
+    }
+    chain.push(Waveform{});
+    chain.close_and_wait();
+    EXPECT_NE(report.find("42 acquisitions (1 noise), 1 waveforms"), std::string::npos) << report;
+}
+
+TEST(BoundedQueue, PushBlocksWhenFullUntilAPop) {
+    BoundedQueue<int> q(2);
+    ASSERT_TRUE(q.push(1));
+    ASSERT_TRUE(q.push(2));
+    std::atomic<bool> third_done{false};
+    std::thread producer([&] {
+        q.push(3);
+        third_done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(third_done.load()) << "a full queue must block the producer";
+    EXPECT_EQ(q.pop().value(), 1);
+    producer.join();
+    EXPECT_TRUE(third_done.load());
+    EXPECT_EQ(q.size(), 2u);
+    q.abort();
+    EXPECT_FALSE(q.pop().has_value());
+    EXPECT_FALSE(q.push(4));
+}
