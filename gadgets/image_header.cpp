@@ -1,0 +1,63 @@
+#include "gadgets/image_header.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <ismrmrd/version.h>
+
+namespace larmor {
+
+ISMRMRD::ISMRMRD_ImageHeader image_header_from(const ISMRMRD::ISMRMRD_AcquisitionHeader& ref,
+                                               const EncodingGeometry& geometry, const Shape& shape,
+                                               uint16_t image_index) {
+    ISMRMRD::ISMRMRD_ImageHeader h{};
+    h.version = ISMRMRD_VERSION_MAJOR;
+    h.data_type = ISMRMRD::ISMRMRD_CXFLOAT;
+    h.image_type = ISMRMRD::ISMRMRD_IMTYPE_COMPLEX;
+    h.flags = 0;
+    h.measurement_uid = ref.measurement_uid;
+    for (int i = 0; i < 3; ++i) {
+        h.matrix_size[i] = uint16_t(i < shape.rank() ? shape[i] : 1);
+        h.field_of_view[i] = geometry.recon_fov[i];
+    }
+    h.channels = uint16_t(shape.rank() > 3 ? shape[3] : 1);
+    std::copy(ref.position, ref.position + 3, h.position);
+    std::copy(ref.read_dir, ref.read_dir + 3, h.read_dir);
+    std::copy(ref.phase_dir, ref.phase_dir + 3, h.phase_dir);
+    std::copy(ref.slice_dir, ref.slice_dir + 3, h.slice_dir);
+    std::copy(ref.patient_table_position, ref.patient_table_position + 3, h.patient_table_position);
+    h.average = ref.idx.average;
+    h.slice = ref.idx.slice;
+    h.contrast = ref.idx.contrast;
+    h.phase = ref.idx.phase;
+    h.repetition = ref.idx.repetition;
+    h.set = ref.idx.set;
+    h.acquisition_time_stamp = ref.acquisition_time_stamp;
+    std::copy(ref.physiology_time_stamp, ref.physiology_time_stamp + ISMRMRD::ISMRMRD_PHYS_STAMPS,
+              h.physiology_time_stamp);
+    std::copy(ref.user_int, ref.user_int + ISMRMRD::ISMRMRD_USER_INTS, h.user_int);
+    std::copy(ref.user_float, ref.user_float + ISMRMRD::ISMRMRD_USER_FLOATS, h.user_float);
+    h.image_index = image_index;
+    h.image_series_index = 0;  // set by ImageFinish
+    h.attribute_string_len = 0;
+    return h;
+}
+
+ISMRMRD::MetaContainer parse_meta(const std::string& xml) {
+    ISMRMRD::MetaContainer meta;
+    if (!xml.empty()) ISMRMRD::deserialize(xml.c_str(), meta);
+    return meta;
+}
+
+std::string write_meta(const ISMRMRD::MetaContainer& meta) {
+    std::ostringstream out;
+    ISMRMRD::serialize(meta, out);
+    return out.str();
+}
+
+void append_processing_history(ISMRMRD::MetaContainer& meta, const char* step) {
+    meta.append(kMetaHistory, step);
+    meta.append(kMetaGadgetronHistory, step);
+}
+
+}  // namespace larmor

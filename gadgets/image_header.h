@@ -1,0 +1,38 @@
+#pragma once
+// ISMRMRD image headers and meta attributes of the images the Cartesian chain produces.
+#include <cstdint>
+#include <string>
+
+#include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/meta.h>
+
+#include "core/shape.h"
+#include "gadgets/message.h"
+
+namespace larmor {
+
+// Header of a complex image of shape [X, Y, Z, CH] reconstructed from the k-space whose
+// representative readout is `ref`: matrix_size from the shape, field_of_view = the reconstruction
+// FOV, position/orientation/table position, time stamps, loop indices, user ints/floats and the
+// measurement uid copied from the readout (as Gadgetron's FFTGadget does), data_type complex float,
+// image_type complex.
+ISMRMRD::ISMRMRD_ImageHeader image_header_from(const ISMRMRD::ISMRMRD_AcquisitionHeader& ref,
+                                               const EncodingGeometry& geometry, const Shape& shape,
+                                               uint16_t image_index);
+
+// Meta attributes as XML (<ismrmrdMeta>) and back; an empty string is an empty container.
+ISMRMRD::MetaContainer parse_meta(const std::string& xml);
+std::string write_meta(const ISMRMRD::MetaContainer& meta);
+
+// Appends one step to the "ImageProcessingHistory" attribute (and its GADGETRON_ twin).
+void append_processing_history(ISMRMRD::MetaContainer& meta, const char* step);
+
+// Meta keys shared by the gadgets.
+inline constexpr const char* kMetaDataRole = "DataRole";
+inline constexpr const char* kMetaGadgetronDataRole = "GADGETRON_DataRole";
+inline constexpr const char* kMetaHistory = "ImageProcessingHistory";
+inline constexpr const char* kMetaGadgetronHistory = "GADGETRON_ImageProcessingHistory";
+// Set to 1 on images reconstructed from the calibration (ACS) lines alone.
+inline constexpr const char* kMetaCalibration = "LarmorCalibrationOnly";
+
+}  // namespace larmor
