@@ -36,8 +36,18 @@ public:
     // Waits for all queued work of this backend.
     virtual void synchronize() = 0;
 
+    // Writes `rows` rows of `row_len` elements from host memory (row i at src + i * src_pitch) into
+    // dst at element dst_offset + i * dst_pitch. Returns as soon as `src` may be reused; on a device
+    // the copy is ordered before all later work of this backend. The accumulator streams each
+    // readout to the GPU as it arrives, so that when the last one comes only the reconstruction is
+    // left (the frame latency does not include uploading the whole frame).
+    virtual void upload_rows(const cfloat* src, size_t src_pitch, size_t row_len, size_t rows, CArray& dst,
+                             size_t dst_offset, size_t dst_pitch) = 0;
+
     // Centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT over the axes in
-    // `axes`, batched over all others, in place. Forward uses exp(-i...), Inverse exp(+i...).
+    // `axes`, batched over all others. Forward uses exp(-i...), Inverse exp(+i...). The result is
+    // left in `x`, which may be rebound to new storage (a GPU backend transforms out of place so the
+    // centring shift can be folded into cuFFT's load): other handles to x's old storage keep the input.
     virtual void fft(CArray& x, AxisMask axes, FFTDirection dir) = 0;
 
     // y[..., c] = sum_d m[c * D + d] * x[..., d], contracting the last axis of x (length D) into the

@@ -120,8 +120,15 @@ public:
                                    "kspace_encode_step_2", a);
 
         const size_t line = e2 * e1_ + e1;
-        cfloat* dst = staging_.data();
         const size_t plane = ro_ * e1_ * e2_;
+        if (streaming_ && counts_[line] != 0) leave_streaming(be, pool);  // a repeat: average on the host
+        if (streaming_) {
+            // One row per channel, straight from the readout into the zeroed device buffer.
+            be.upload_rows(a.data.data(), ns, ns, channels_, device_, line * ro_ + size_t(off), plane);
+            note_line(a, g, line);
+            return;
+        }
+        cfloat* dst = staging_.data();
         for (size_t c = 0; c < channels_; ++c) {
             cfloat* row = dst + c * plane + line * ro_;
             const cfloat* in = a.data.data() + c * ns;
@@ -134,19 +141,23 @@ public:
                 for (size_t s = 0; s < ns; ++s) row[size_t(off) + s] += in[s];
             }
         }
-        ++counts_[line];
-        ++lines_;
-
-        // Representative header: the first readout, replaced by the k-space centre line when it comes.
-        const bool centre = a.head.idx.kspace_encode_step_1 == g.e1_centre && a.head.idx.kspace_encode_step_2 == g.e2_centre;
-        if (lines_ == 1 || (centre && !reference_is_centre_)) {
-            reference_ = a.head;
-            reference_is_centre_ = centre;
-        }
+        note_line(a, g, line);
     }
 
     // Uploads, applies the pending operations on the backend and hands the buffer over.
     KSpaceBuffer take(Backend& be, bool calibration_only, StagingPool& pool) {
+        KSpaceBuffer kb;
+        kb.geometry = geometry_;
+        kb.reference = reference_;
+        kb.calibration_only = calibration_only;
+        kb.sampled.resize(counts_.size());
+        for (size_t i = 0; i < counts_.size(); ++i) kb.sampled[i] = counts_[i] > 0 ? 1 : 0;
+        CArray x = streaming_ ? device_ : upload_staging(be, pool);
+        return finish_buffer(be, std::move(kb), std::move(x));
+    }
+
+private:
+    CArray upload_staging(Backend& be, StagingPool& pool) {
         // Unsampled lines are zero (the staging array may be a recycled one); repeated readouts of a
         // line are averaged.
         const size_t plane = ro_ * e1_ * e2_;
@@ -161,15 +172,13 @@ public:
                     for (size_t s = 0; s < ro_; ++s) p[s] *= scale;
             }
         }
-        KSpaceBuffer kb;
-        kb.geometry = geometry_;
-        kb.reference = reference_;
-        kb.calibration_only = calibration_only;
-        kb.sampled.resize(counts_.size());
-        for (size_t i = 0; i < counts_.size(); ++i) kb.sampled[i] = counts_[i] > 0 ? 1 : 0;
-
         CArray x = be.to_device(staging_);
-        if (x.storage() != staging_.storage()) pool.put(staging_);
+        if (x.storage() != staging_.storage() && staging_.pinned()) pool.put(staging_);
+        return x;
+    }
+
+    // Applies the pending line operations to the whole buffer on the backend.
+    KSpaceBuffer finish_buffer(Backend& be, KSpaceBuffer kb, CArray x) {
         if (ops_.remove_ro_oversampling) {
             // Readout to image space, keep the centre half of the FOV, back to k-space.
             be.fft(x, 1u, FFTDirection::Inverse);
@@ -198,7 +207,28 @@ public:
         return kb;
     }
 
-private:
+    // Bookkeeping shared by the streaming and host paths.
+    void note_line(const Acquisition& a, const EncodingGeometry& g, size_t line) {
+        ++counts_[line];
+        ++lines_;
+        // Representative header: the first readout, replaced by the k-space centre line when it comes.
+        const bool centre = a.head.idx.kspace_encode_step_1 == g.e1_centre && a.head.idx.kspace_encode_step_2 == g.e2_centre;
+        if (lines_ == 1 || (centre && !reference_is_centre_)) {
+            reference_ = a.head;
+            reference_is_centre_ = centre;
+        }
+    }
+
+    // A line came twice (averages summed into one buffer): bring what was streamed back to the
+    // host and continue there, where repeated lines are summed and averaged.
+    void leave_streaming(Backend& be, StagingPool& pool) {
+        staging_ = pool.get(be, device_.shape());
+        CArray streamed = be.to_host(device_);
+        std::copy(streamed.data(), streamed.data() + streamed.size(), staging_.data());
+        device_ = CArray();
+        streaming_ = false;
+    }
+
     // Readout length of the buffer a line belongs in: the encoded matrix x, or half of it when the
     // header says the readout is oversampled and a line-wise gadget upstream already removed the
     // oversampling (no pending request; the line is no longer than half the matrix, which a raw
@@ -217,7 +247,13 @@ private:
         ro_ = ro_for(a, g);
         e1_ = g.encoded_matrix[1];
         e2_ = g.encoded_matrix[2];
-        staging_ = pool.get(be, {ro_, e1_, e2_, channels_});
+        // On a GPU, readouts go straight to a zeroed device buffer as they arrive (upload_rows);
+        // on the CPU the host buffer is the reconstruction buffer.
+        streaming_ = be.device() != Device::Cpu;
+        if (streaming_)
+            device_ = be.zeros({ro_, e1_, e2_, channels_});
+        else
+            staging_ = pool.get(be, {ro_, e1_, e2_, channels_});
         counts_.assign(e1_ * e2_, 0);
     }
 
@@ -244,7 +280,9 @@ private:
     size_t ro_ = 0, e1_ = 0, e2_ = 0, channels_ = 0, lines_ = 0;
     EncodingGeometry geometry_;
     PendingLineOps ops_;
-    CArray staging_;               // [RO, E1, E2, CH] on the host (pinned on CUDA)
+    CArray staging_;               // [RO, E1, E2, CH] on the host (host path)
+    CArray device_;                // [RO, E1, E2, CH] on the device (streaming path)
+    bool streaming_ = false;
     std::vector<uint16_t> counts_; // readouts summed per (E1, E2) line
     ISMRMRD::ISMRMRD_AcquisitionHeader reference_{};
     bool reference_is_centre_ = false;

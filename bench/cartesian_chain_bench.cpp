@@ -1,0 +1,158 @@
+// The Cartesian chain (noise prewhitening -> RO oversampling removal -> accumulate -> FFT ->
+// combine -> finish) per 256x256 frame with 32 coils and 2x readout oversampling, on the real
+// gadgets built from config/, without the socket.
+//   BM_CartesianFrameLatency_<backend>/<combine>: from the arrival of the frame's last readout to
+//     the finished image (the earlier 255 readouts were fed untimed, as they arrive during the scan);
+//     this is what the patient-table latency is made of.
+//   BM_CartesianFrameTotal_<backend>/<combine>: all 256 readouts in, image out (host-inclusive).
+// Each iteration is timed with a host clock around work that ends in a device->host copy of the
+// image (a synchronisation), so the host clock measures the device work too.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ismrmrd/xml.h>
+
+#include "core/backend.h"
+#include "gadgets/chain_config.h"
+#include "gadgets/factories.h"
+
+namespace {
+
+using namespace larmor;
+
+constexpr int kRO = 512, kLines = 256, kCoils = 32;
+
+std::string header_xml() {
+    return R"(<?xml version="1.0"?>
+<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
+ <acquisitionSystemInformation><receiverChannels>32</receiverChannels><relativeReceiverNoiseBandwidth>0.793</relativeReceiverNoiseBandwidth></acquisitionSystemInformation>
+ <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
+ <encoding>
+  <encodedSpace><matrixSize><x>512</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>600</x><y>300</y><z>5</z></fieldOfView_mm></encodedSpace>
+  <reconSpace><matrixSize><x>256</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>300</x><y>300</y><z>5</z></fieldOfView_mm></reconSpace>
+  <encodingLimits>
+   <kspace_encoding_step_1><minimum>0</minimum><maximum>255</maximum><center>128</center></kspace_encoding_step_1>
+   <repetition><minimum>0</minimum><maximum>100000</maximum><center>0</center></repetition>
+  </encodingLimits>
+  <trajectory>cartesian</trajectory>
+ </encoding>
+</ismrmrdHeader>)";
+}
+
+Acquisition make_readout(uint32_t seed, bool noise) {
+    Acquisition a;
+    a.head.version = 1;
+    a.head.number_of_samples = kRO;
+    a.head.active_channels = a.head.available_channels = kCoils;
+    a.head.center_sample = kRO / 2;
+    a.head.sample_time_us = 2.5f;
+    a.head.read_dir[0] = a.head.phase_dir[1] = a.head.slice_dir[2] = 1.f;
+    if (noise) a.head.flags |= uint64_t{1} << (19 - 1);
+    a.data.resize(size_t{kRO} * kCoils);
+    for (auto& v : a.data) {
+        seed = seed * 1664525u + 1013904223u;
+        float re = float(seed >> 9) * 1.2e-7f - 0.5f;
+        seed = seed * 1664525u + 1013904223u;
+        v = cfloat(re, float(seed >> 9) * 1.2e-7f - 0.5f);
+    }
+    return a;
+}
+
+// Runs gadgets synchronously: each emit calls the next gadget's process() on the same thread.
+class Pipeline {
+public:
+    Pipeline(const std::string& chain_name, std::shared_ptr<Backend> backend) {
+        config::Chain chain = load_chain_file(std::string(LARMOR_SOURCE_DIR) + "/config", chain_name);
+        for (const auto& g : chain.gadget()) gadgets_.push_back(make_gadget(g));
+        for (size_t i = 0; i < gadgets_.size(); ++i) emitters_.push_back(std::make_unique<Link>(*this, i));
+        SessionContext ctx;
+        ctx.header_xml = header_xml();
+        ISMRMRD::deserialize(ctx.header_xml.c_str(), ctx.header);
+        ctx.backend = std::move(backend);
+        ctx.session_id = "bench";
+        for (auto& g : gadgets_) g->start(ctx);
+    }
+    void feed(Message m) { deliver(0, std::move(m)); }
+    size_t images() const { return images_; }
+
+private:
+    struct Link final : Emitter {
+        Link(Pipeline& p, size_t i) : p(p), i(i) {}
+        void emit(Message m) override { p.deliver(i + 1, std::move(m)); }
+        Pipeline& p;
+        size_t i;
+    };
+    void deliver(size_t i, Message m) {
+        if (i == gadgets_.size()) {
+            if (std::holds_alternative<Image>(m)) ++images_;
+            return;
+        }
+        gadgets_[i]->process(std::move(m), *emitters_[i]);
+    }
+    std::vector<std::unique_ptr<Gadget>> gadgets_;
+    std::vector<std::unique_ptr<Link>> emitters_;
+    size_t images_ = 0;
+};
+
+std::shared_ptr<Backend> backend_for(bool gpu) { return gpu ? make_cuda_backend() : make_cpu_backend(); }
+
+void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bool latency_only) {
+    if (gpu && !cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    std::vector<Acquisition> frame;
+    for (int y = 0; y < kLines; ++y) frame.push_back(make_readout(uint32_t(7 + y), false));
+    try {
+        Pipeline p(chain, backend_for(gpu));
+        for (int n = 0; n < 8; ++n) p.feed(make_readout(uint32_t(1000 + n), true));  // noise scans
+        uint16_t rep = 0;
+        auto feed_line = [&](int y) {
+            Acquisition a = frame[size_t(y)];
+            a.head.idx.kspace_encode_step_1 = uint16_t(y);
+            a.head.idx.repetition = rep;
+            a.head.scan_counter = uint32_t(rep) * kLines + uint32_t(y);
+            if (y == kLines - 1) a.head.flags |= (uint64_t{1} << (8 - 1)) | (uint64_t{1} << (14 - 1));
+            p.feed(std::move(a));
+        };
+        auto run_frame = [&](bool timed_part_only, benchmark::State* st) {
+            if (timed_part_only && st) st->PauseTiming();
+            for (int y = 0; y < kLines - 1; ++y) feed_line(y);
+            if (timed_part_only && st) st->ResumeTiming();
+            feed_line(kLines - 1);
+            ++rep;
+        };
+        for (int w = 0; w < 3; ++w) run_frame(false, nullptr);  // plans, pools, first touch
+        const size_t before = p.images();
+        for (auto _ : state) run_frame(latency_only, &state);
+        if (p.images() - before != state.iterations())
+            throw std::runtime_error("expected one image per frame, got " + std::to_string(p.images() - before));
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    // Minimum device traffic of the chain's device stages (whitening GEMM read+write, RO FFT pair
+    // read+write twice, crop, 2D FFT read+write, combine read, image write), for the bound column.
+    const double frame_bytes = double(kRO) * kLines * kCoils * 8;  // oversampled raw frame
+    const double bytes = 2 * frame_bytes                            // whitening
+                         + 4 * frame_bytes                          // RO FFT forward + inverse (in place)
+                         + frame_bytes + frame_bytes / 2            // crop to half the readout
+                         + 2 * (frame_bytes / 2)                    // 2D inverse FFT
+                         + frame_bytes / 2 + double(kLines) * kLines * 8;  // combine
+    state.counters["bytes"] = bytes;
+    state.counters["frames_per_s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_GPU_rss, true, std::string("cartesian-rss"), true)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_GPU_walsh, true, std::string("cartesian"), true)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameTotal_GPU_rss, true, std::string("cartesian-rss"), false)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_CPU_rss, false, std::string("cartesian-rss"), true)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameTotal_CPU_rss, false, std::string("cartesian-rss"), false)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_CPU_walsh, false, std::string("cartesian"), true)->Unit(benchmark::kMicrosecond)->MinTime(1.0);

@@ -1,0 +1,263 @@
+// End-to-end throughput of larmor-server on loopback, side by side with a raw socket copy of the
+// same bytes in the same run: the raw copy is the ceiling the server's framing, decoding and
+// chain plumbing are judged against.
+//   BM_RawSocketCopy/<MB>          the encoded stream sent to a sink that only reads
+//   BM_ServerSession/<chain>/<MB>  the same stream as a full session (config, header, data, CLOSE)
+#include <benchmark/benchmark.h>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/wire.h"
+
+#ifndef LARMOR_BINARY_DIR
+#error "LARMOR_BINARY_DIR must point at the build tree"
+#endif
+
+namespace {
+
+using larmor::cfloat;
+
+constexpr int kSamples = 512;   // 256 readout points, 2x oversampled
+constexpr int kLines = 256;     // one 256x256 frame
+constexpr int kCoils = 32;
+
+std::string header_xml() {
+    return R"(<?xml version="1.0"?>
+<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
+ <acquisitionSystemInformation><receiverChannels>32</receiverChannels></acquisitionSystemInformation>
+ <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
+ <encoding>
+  <encodedSpace><matrixSize><x>512</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>600</x><y>300</y><z>5</z></fieldOfView_mm></encodedSpace>
+  <reconSpace><matrixSize><x>256</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>300</x><y>300</y><z>5</z></fieldOfView_mm></reconSpace>
+  <encodingLimits>
+   <kspace_encoding_step_1><minimum>0</minimum><maximum>255</maximum><center>128</center></kspace_encoding_step_1>
+   <repetition><minimum>0</minimum><maximum>1000</maximum><center>0</center></repetition>
+  </encodingLimits>
+  <trajectory>cartesian</trajectory>
+ </encoding>
+</ismrmrdHeader>)";
+}
+
+// The encoded acquisitions of `frames` 256x256x32-coil frames (one repetition each).
+std::vector<uint8_t> encode_frames(int frames) {
+    std::vector<uint8_t> out;
+    larmor::Acquisition acq;
+    acq.head.version = 1;
+    acq.head.number_of_samples = kSamples;
+    acq.head.active_channels = acq.head.available_channels = kCoils;
+    acq.head.center_sample = kSamples / 2;
+    acq.head.sample_time_us = 2.5f;
+    acq.head.read_dir[0] = acq.head.phase_dir[1] = acq.head.slice_dir[2] = 1.f;
+    acq.data.resize(size_t{kSamples} * kCoils);
+    uint32_t seed = 1;
+    for (auto& v : acq.data) {
+        seed = seed * 1664525u + 1013904223u;
+        v = cfloat(float(seed >> 8) * 1e-7f, float(seed & 0xffff) * 1e-5f);
+    }
+    for (int f = 0; f < frames; ++f)
+        for (int y = 0; y < kLines; ++y) {
+            acq.head.scan_counter = uint32_t(f * kLines + y);
+            acq.head.idx.kspace_encode_step_1 = uint16_t(y);
+            acq.head.idx.repetition = uint16_t(f);
+            acq.head.flags = 0;
+            if (y == kLines - 1) acq.head.flags |= (uint64_t{1} << (8 - 1)) | (uint64_t{1} << (14 - 1));  // last in slice, repetition
+            std::vector<uint8_t> bytes = larmor::wire::encode(larmor::wire::WireMessage(acq));
+            out.insert(out.end(), bytes.begin(), bytes.end());
+        }
+    return out;
+}
+
+void send_all(int fd, const uint8_t* p, size_t n) {
+    while (n > 0) {
+        ssize_t k = ::send(fd, p, std::min(n, size_t{1} << 20), MSG_NOSIGNAL);
+        if (k <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+        p += k;
+        n -= size_t(k);
+    }
+}
+
+int connect_loopback(uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+        throw std::runtime_error("connect to port " + std::to_string(port) + ": " + std::strerror(errno));
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+// A socket that only reads: the raw-copy ceiling.
+class Sink {
+public:
+    Sink() {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        int one = 1;
+        ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 4) != 0)
+            throw std::runtime_error("sink: bind/listen failed");
+        socklen_t len = sizeof a;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+    }
+    ~Sink() { ::close(listener_); }
+    uint16_t port() const { return port_; }
+    // Accepts one connection and reads until EOF, then acknowledges with one byte.
+    std::thread serve_one() {
+        return std::thread([this] {
+            int c = ::accept(listener_, nullptr, nullptr);
+            std::vector<char> buf(1 << 20);
+            while (::recv(c, buf.data(), buf.size(), 0) > 0) {
+            }
+            ::close(c);
+        });
+    }
+
+private:
+    int listener_ = -1;
+    uint16_t port_ = 0;
+};
+
+// larmor-server as a child process on an ephemeral port.
+class ServerProcess {
+public:
+    ServerProcess() {
+        int pipefd[2];
+        if (::pipe(pipefd) != 0) throw std::runtime_error("pipe failed");
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::dup2(pipefd[1], STDOUT_FILENO);
+            ::close(pipefd[0]);
+            std::string exe = std::string(LARMOR_BINARY_DIR) + "/server/larmor-server";
+            std::string cfg = std::string(LARMOR_SOURCE_DIR) + "/config";
+            ::execl(exe.c_str(), exe.c_str(), "--port", "0", "--address", "127.0.0.1", "--config-dir", cfg.c_str(),
+                    "--log-level", "warn", static_cast<char*>(nullptr));
+            std::_Exit(127);
+        }
+        ::close(pipefd[1]);
+        FILE* f = ::fdopen(pipefd[0], "r");
+        char line[512];
+        while (std::fgets(line, sizeof line, f)) {
+            std::string s(line);
+            auto at = s.find("listening on ");
+            if (at == std::string::npos) continue;
+            port_ = uint16_t(std::stoi(s.substr(s.rfind(':') + 1)));
+            break;
+        }
+        out_ = f;
+        if (!port_) throw std::runtime_error("larmor-server did not report its port");
+    }
+    ~ServerProcess() {
+        ::kill(pid_, SIGTERM);
+        ::waitpid(pid_, nullptr, 0);
+        if (out_) std::fclose(out_);
+    }
+    uint16_t port() const { return port_; }
+
+private:
+    pid_t pid_ = -1;
+    uint16_t port_ = 0;
+    FILE* out_ = nullptr;
+};
+
+ServerProcess& server() {
+    static ServerProcess s;
+    return s;
+}
+
+void BM_RawSocketCopy(benchmark::State& state) {
+    const std::vector<uint8_t> stream = encode_frames(int(state.range(0)));
+    Sink sink;
+    for (auto _ : state) {
+        std::thread t = sink.serve_one();
+        int fd = connect_loopback(sink.port());
+        send_all(fd, stream.data(), stream.size());
+        ::shutdown(fd, SHUT_WR);
+        t.join();
+        ::close(fd);
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(stream.size()));
+    state.counters["frames_per_s"] = benchmark::Counter(double(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["MB"] = double(stream.size()) / 1e6;
+}
+
+// A whole session: CONFIG_FILE, header, the frames, CLOSE; waits for the server's CLOSE.
+void run_session(const std::string& chain, const std::vector<uint8_t>& stream, int& images) {
+    using namespace larmor::wire;
+    int fd = connect_loopback(server().port());
+    std::vector<uint8_t> head = encode(WireMessage(ConfigFile{chain}));
+    std::vector<uint8_t> hdr = encode(WireMessage(ParameterScript{header_xml()}));
+    head.insert(head.end(), hdr.begin(), hdr.end());
+    std::thread reader([&] {
+        struct FdReader : ByteReader {
+            int fd;
+            void read_exact(void* dst, size_t n) override {
+                auto* p = static_cast<uint8_t*>(dst);
+                while (n) {
+                    ssize_t k = ::recv(fd, p, n, 0);
+                    if (k <= 0) throw EndOfStream("server closed");
+                    p += k;
+                    n -= size_t(k);
+                }
+            }
+        } in;
+        in.fd = fd;
+        Limits limits;
+        for (;;) {
+            WireMessage m = read_message(in, limits);
+            if (std::holds_alternative<Close>(m)) break;
+            if (std::holds_alternative<larmor::Image>(m)) ++images;
+            if (auto* t = std::get_if<larmor::Text>(&m))
+                if (t->text.find("ERROR") != std::string::npos) throw std::runtime_error(t->text);
+        }
+    });
+    send_all(fd, head.data(), head.size());
+    send_all(fd, stream.data(), stream.size());
+    std::vector<uint8_t> close = encode(WireMessage(Close{}));
+    send_all(fd, close.data(), close.size());
+    reader.join();
+    ::close(fd);
+}
+
+void BM_ServerSession(benchmark::State& state, const std::string& chain) {
+    const int frames = int(state.range(0));
+    const std::vector<uint8_t> stream = encode_frames(frames);
+    int images = 0;
+    try {
+        run_session(chain, stream, images);  // warm-up: plans, pools, first-touch
+        images = 0;
+        for (auto _ : state) run_session(chain, stream, images);
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(stream.size()));
+    state.counters["frames_per_s"] = benchmark::Counter(double(frames), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["images"] = double(images) / double(state.iterations());
+    state.counters["MB"] = double(stream.size()) / 1e6;
+}
+
+}  // namespace
+
+BENCHMARK(BM_RawSocketCopy)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ServerSession, passthrough, std::string("passthrough"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ServerSession, cartesian_rss, std::string("cartesian-rss"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ServerSession, cartesian_walsh, std::string("cartesian"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,0 +1,131 @@
+#pragma once
+// Argument validation shared by every Backend implementation (the CPU one here and cuda/), so that
+// both reject the same calls with the same words. Every message names the offending value.
+#include <stdexcept>
+#include <string>
+
+#include "core/backend.h"
+
+namespace larmor::detail {
+
+inline std::string axes_str(AxisMask axes) {
+    std::string s = "{";
+    bool first = true;
+    for (int i = 0; i < 32; ++i)
+        if (axes & (1u << i)) {
+            s += (first ? "" : ",") + std::to_string(i);
+            first = false;
+        }
+    return s + "}";
+}
+
+inline void check_device(const CArray& a, Device want, const char* op, const char* name) {
+    if (a.empty()) return;
+    if (a.device() != want)
+        throw std::invalid_argument(std::string(op) + ": " + name + " " + a.shape().str() + " lives on " +
+                                    device_name(a.device()) + ", this backend is " + device_name(want));
+}
+
+inline void check_allocated(const CArray& a, const char* op, const char* name) {
+    if (a.size() > 0 && a.data() == nullptr)
+        throw std::invalid_argument(std::string(op) + ": " + name + " " + a.shape().str() + " has no storage");
+}
+
+// Axes must name existing axes; returns the mask restricted to axes longer than 1 (a length-1 centred
+// orthonormal transform is the identity).
+inline AxisMask check_fft_axes(const Shape& s, AxisMask axes) {
+    if (s.rank() < 32 && (axes >> s.rank()) != 0)
+        throw std::invalid_argument("fft: axes " + axes_str(axes) + " do not exist in shape " + s.str());
+    AxisMask live = 0;
+    for (int a = 0; a < s.rank(); ++a)
+        if ((axes & (1u << a)) && s[a] > 1) live |= 1u << a;
+    return live;
+}
+
+inline Shape without_last_axis(const Shape& s) {
+    Shape r;
+    for (int a = 0; a + 1 < s.rank(); ++a) r.push_back(s[a]);
+    return r;
+}
+
+inline bool same_storage(const CArray& a, const CArray& b) {
+    return a.storage() && a.storage() == b.storage();
+}
+
+// mix_last_axis: x [..., D], y [..., C], m C*D. Returns {N, D, C} with N the product of the other axes.
+struct MixDims {
+    size_t n, d, c;
+};
+inline MixDims check_mix(const CArray& x, size_t m_size, const CArray& y) {
+    const Shape& xs = x.shape();
+    const Shape& ys = y.shape();
+    if (xs.rank() < 1) throw std::invalid_argument("mix_last_axis: x has rank 0");
+    if (ys.rank() != xs.rank())
+        throw std::invalid_argument("mix_last_axis: y " + ys.str() + " and x " + xs.str() + " differ in rank");
+    for (int a = 0; a + 1 < xs.rank(); ++a)
+        if (xs[a] != ys[a])
+            throw std::invalid_argument("mix_last_axis: y " + ys.str() + " and x " + xs.str() + " differ in axis " +
+                                        std::to_string(a));
+    MixDims dm{xs.size() / (xs[xs.rank() - 1] ? xs[xs.rank() - 1] : 1), xs[xs.rank() - 1], ys[ys.rank() - 1]};
+    if (m_size != dm.c * dm.d)
+        throw std::invalid_argument("mix_last_axis: matrix has " + std::to_string(m_size) + " entries, expected C*D = " +
+                                    std::to_string(dm.c) + "*" + std::to_string(dm.d) + " for x " + xs.str() +
+                                    " and y " + ys.str());
+    if (same_storage(x, y))
+        throw std::invalid_argument("mix_last_axis: y " + ys.str() + " aliases x; the product needs a distinct output");
+    return dm;
+}
+
+inline void check_crop_pad(const CArray& src, const CArray& dst) {
+    if (src.shape().rank() != dst.shape().rank())
+        throw std::invalid_argument("crop_pad_centred: src " + src.shape().str() + " and dst " + dst.shape().str() +
+                                    " differ in rank");
+}
+
+// rss / combine: y has x's shape without its last axis.
+inline void check_reduced(const CArray& x, const CArray& y, const char* op) {
+    if (x.shape().rank() < 1) throw std::invalid_argument(std::string(op) + ": x has rank 0");
+    if (y.shape() != without_last_axis(x.shape()))
+        throw std::invalid_argument(std::string(op) + ": y " + y.shape().str() + " should be " +
+                                    without_last_axis(x.shape()).str() + " for x " + x.shape().str());
+}
+
+inline void check_combine(const CArray& x, const CArray& maps, const CArray& y) {
+    if (maps.shape() != x.shape())
+        throw std::invalid_argument("combine_last_axis: maps " + maps.shape().str() + " differ from x " + x.shape().str());
+    check_reduced(x, y, "combine_last_axis");
+}
+
+inline void check_walsh(const CArray& x, int kernel, const CArray& maps) {
+    if (x.shape().rank() < 3)
+        throw std::invalid_argument("walsh_sensitivities: x " + x.shape().str() + " should be [X, Y, Z..., C]");
+    if (kernel < 1) throw std::invalid_argument("walsh_sensitivities: kernel " + std::to_string(kernel) + " < 1");
+    if (maps.shape() != x.shape())
+        throw std::invalid_argument("walsh_sensitivities: maps " + maps.shape().str() + " differ from x " +
+                                    x.shape().str());
+    if (same_storage(x, maps))
+        throw std::invalid_argument("walsh_sensitivities: maps alias x " + x.shape().str());
+}
+
+// Walsh window along x and y: offsets [-kernel/2, kernel - 1 - kernel/2], clamped to the image.
+// upload_rows: the last row must end inside dst (sizes named when it does not).
+inline void check_rows(const CArray& dst, size_t row_len, size_t rows, size_t offset, size_t pitch, const char* op) {
+    if (rows == 0 || row_len == 0) return;
+    if (row_len > pitch && rows > 1)
+        throw std::invalid_argument(std::string(op) + ": rows of " + std::to_string(row_len) +
+                                    " elements overlap at a destination pitch of " + std::to_string(pitch));
+    const size_t end = offset + (rows - 1) * pitch + row_len;
+    if (end > dst.size())
+        throw std::invalid_argument(std::string(op) + ": " + std::to_string(rows) + " rows of " +
+                                    std::to_string(row_len) + " from offset " + std::to_string(offset) + " (pitch " +
+                                    std::to_string(pitch) + ") end at element " + std::to_string(end) + ", past dst " +
+                                    dst.shape().str());
+}
+
+inline int walsh_lo(int kernel) { return kernel / 2; }
+inline int walsh_hi(int kernel) { return kernel - 1 - kernel / 2; }
+// Power iterations for the dominant eigenvector (both backends use the same count and start vector,
+// so they agree even where the eigengap is small).
+constexpr int kWalshIterations = 20;
+
+}  // namespace larmor::detail

@@ -1,0 +1,25 @@
+#pragma once
+// Loops of the CPU backend, one file each; `threads` is the OpenMP team size. Arguments are already
+// validated by the caller (backend_checks.h).
+#include <vector>
+
+#include "core/carray.h"
+
+namespace larmor::cpu {
+
+// data *= prod_a tables[a][i_a] for every axis a with a non-empty table (centring modulation).
+void modulate(cfloat* data, const Shape& s, const std::vector<std::vector<cfloat>>& tables, int threads);
+
+// y (N x C, column-major) = x (N x D) * m^T with m row-major C x D, through cblas_cgemm.
+void mix_last_axis(const CArray& x, const std::vector<cfloat>& m, CArray& y);
+
+void crop_pad_centred(const CArray& src, CArray& dst, int threads);
+void rss_last_axis(const CArray& x, CArray& y, int threads);
+void combine_last_axis(const CArray& x, const CArray& maps, CArray& y, int threads);
+void walsh_sensitivities(const CArray& x, int kernel, CArray& maps, int threads);
+
+// Index of the coil with the largest energy sum_p |x[p, c]|^2 (the first on ties): the phase
+// reference of the Walsh maps, shared by both backends' definitions.
+int strongest_coil(const cfloat* x, size_t pixels, size_t coils, int threads);
+
+}  // namespace larmor::cpu

@@ -1,0 +1,91 @@
+#include "core/cpu/fftw_plans.h"
+
+#include <fftw3.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "core/cpu/backend_checks.h"
+#include "core/cpu/centring.h"
+
+namespace larmor {
+
+std::mutex& fftw_planner_mutex() {
+    static std::mutex m;
+    return m;
+}
+
+namespace detail {
+namespace {
+
+void init_fftw_threads_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+        if (fftwf_init_threads() == 0) throw std::runtime_error("fftwf_init_threads failed");
+    });
+}
+
+}  // namespace
+
+FftwPlanCache::FftwPlanCache(int threads) : threads_(threads < 1 ? 1 : threads) { init_fftw_threads_once(); }
+
+const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data) {
+    // Plans made for SIMD-aligned arrays must only run on arrays of the same alignment (FFTW manual,
+    // "New-array Execute Functions"); the alignment class is part of the key.
+    const int align = fftwf_alignment_of(reinterpret_cast<float*>(data));
+    std::vector<size_t> key;
+    key.push_back(static_cast<size_t>(shape.rank()));
+    for (int a = 0; a < shape.rank(); ++a) key.push_back(shape[a]);
+    key.push_back(axes);
+    key.push_back(dir == FFTDirection::Forward ? 0 : 1);
+    key.push_back(static_cast<size_t>(align));
+
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+
+    auto t = std::make_unique<FftwTransform>();
+    std::vector<fftwf_iodim64> dims, loops;
+    // FFTW prefers the fastest-varying dimension last (row-major); x is our fastest axis.
+    for (int a = shape.rank() - 1; a >= 0; --a) {
+        const fftwf_iodim64 d{static_cast<ptrdiff_t>(shape[a]), static_cast<ptrdiff_t>(shape.stride(a)),
+                              static_cast<ptrdiff_t>(shape.stride(a))};
+        if (axes & (1u << a))
+            dims.push_back(d);
+        else if (shape[a] > 1)
+            loops.push_back(d);
+    }
+    t->load.resize(static_cast<size_t>(shape.rank()));
+    t->store.resize(static_cast<size_t>(shape.rank()));
+    for (int a = 0; a < shape.rank(); ++a)
+        if (axes & (1u << a)) {
+            t->load[static_cast<size_t>(a)] = centring_load_table(shape[a], dir);
+            t->store[static_cast<size_t>(a)] = centring_store_table(shape[a], dir);
+        }
+
+    fftwf_plan p = nullptr;
+    {
+        std::lock_guard<std::mutex> planner(fftw_planner_mutex());
+        fftwf_plan_with_nthreads(threads_);
+        // FFTW_ESTIMATE: a streaming server meets many protocols, and measuring a 256^3 plan costs
+        // seconds; FFTW_ESTIMATE does not touch the arrays, so planning on the caller's data is safe.
+        const unsigned flags = FFTW_ESTIMATE | (align != 0 ? FFTW_UNALIGNED : 0u);
+        auto* io = reinterpret_cast<fftwf_complex*>(data);
+        p = fftwf_plan_guru64_dft(static_cast<int>(dims.size()), dims.data(), static_cast<int>(loops.size()),
+                                  loops.empty() ? nullptr : loops.data(), io, io,
+                                  dir == FFTDirection::Forward ? FFTW_FORWARD : FFTW_BACKWARD, flags);
+    }
+    if (!p)
+        throw std::runtime_error("fftwf_plan_guru64_dft failed for shape " + shape.str() + " axes " + axes_str(axes));
+    t->plan = std::shared_ptr<void>(p, [](void* q) {
+        std::lock_guard<std::mutex> planner(fftw_planner_mutex());
+        fftwf_destroy_plan(static_cast<fftwf_plan>(q));
+    });
+    auto& ref = *t;
+    plans_.emplace(std::move(key), std::move(t));
+    return ref;
+}
+
+}  // namespace detail
+}  // namespace larmor

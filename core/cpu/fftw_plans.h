@@ -1,0 +1,43 @@
+#pragma once
+// FFTW plan cache of the CPU backend (Frigo & Johnson, "The design and implementation of FFTW3",
+// Proc. IEEE 93:216, 2005). FFTW's planner is not thread-safe, so every plan creation and destruction
+// in the process goes through fftw_planner_mutex(); executing a plan on new arrays
+// (fftwf_execute_dft) is thread-safe and needs no lock.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace larmor {
+
+// The one lock around FFTW's planner for the whole process: anything else in Larmor that plans with
+// FFTW must hold it too.
+std::mutex& fftw_planner_mutex();
+
+namespace detail {
+
+// One cached transform: the FFTW plan over all requested axes (batched over the others) and the
+// centring modulation tables per axis (empty for axes not transformed), see centring.h.
+struct FftwTransform {
+    std::shared_ptr<void> plan;  // fftwf_plan, destroyed under the planner mutex
+    std::vector<std::vector<cfloat>> load;
+    std::vector<std::vector<cfloat>> store;
+};
+
+class FftwPlanCache {
+public:
+    explicit FftwPlanCache(int threads);
+    // The transform for arrays of `shape` over `axes` (only axes longer than 1) in direction `dir`
+    // whose data pointer has the SIMD alignment of `data`. Thread-safe.
+    const FftwTransform& get(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data);
+
+private:
+    int threads_;
+    std::mutex mutex_;
+    std::map<std::vector<size_t>, std::unique_ptr<FftwTransform>> plans_;
+};
+
+}  // namespace detail
+}  // namespace larmor

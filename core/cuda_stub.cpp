@@ -1,0 +1,18 @@
+// The CUDA entry points of a build without nvcc (core/CMakeLists.txt drops this file when the CUDA
+// backend in cuda/ is compiled): no devices, and a clear refusal to make a CUDA backend.
+#include <stdexcept>
+
+#include "core/backend.h"
+
+namespace larmor {
+
+bool cuda_available() { return false; }
+
+std::vector<std::string> cuda_devices() { return {}; }
+
+std::shared_ptr<Backend> make_cuda_backend(int device) {
+    throw std::runtime_error("make_cuda_backend(" + std::to_string(device) +
+                             "): this Larmor build has no CUDA backend (built without nvcc)");
+}
+
+}  // namespace larmor

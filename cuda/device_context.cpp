@@ -1,0 +1,142 @@
+#include "cuda/device_context.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+
+namespace larmor::cuda {
+
+DeviceGuard::DeviceGuard(int device) : device_(device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+        cudaGetLastError();
+        previous_ = -1;
+    }
+    if (previous_ != device_ && cudaSetDevice(device_) != cudaSuccess) cudaGetLastError();
+}
+
+DeviceGuard::~DeviceGuard() {
+    if (previous_ >= 0 && previous_ != device_ && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
+}
+
+namespace {
+
+// The default pool returns freed memory to the driver at every synchronisation unless its release
+// threshold says otherwise; a streaming server allocates the same sizes frame after frame, so keep
+// everything (the pool still gives memory back when an allocation would otherwise fail).
+void keep_pool_memory(int device) {
+    static std::mutex m;
+    static std::vector<bool> done;
+    std::lock_guard<std::mutex> lock(m);
+    if (static_cast<size_t>(device) < done.size() && done[static_cast<size_t>(device)]) return;
+    cudaMemPool_t pool = nullptr;
+    const std::string ctx = "device " + std::to_string(device);
+    LARMOR_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device), ctx);
+    uint64_t threshold = std::numeric_limits<uint64_t>::max();
+    LARMOR_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), ctx);
+    if (done.size() <= static_cast<size_t>(device)) done.resize(static_cast<size_t>(device) + 1, false);
+    done[static_cast<size_t>(device)] = true;
+}
+
+class DeviceStorage final : public Storage {
+public:
+    DeviceStorage(std::shared_ptr<DeviceContext> ctx, size_t bytes, const std::string& what, cudaStream_t stream)
+        : ctx_(std::move(ctx)), bytes_(bytes) {
+        if (bytes_ == 0) return;
+        DeviceGuard guard(ctx_->device());
+        const cudaError_t e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        if (e == cudaErrorMemoryAllocation) throw_out_of_memory("cudaMallocAsync", bytes_, ctx_->device(), what);
+        if (e != cudaSuccess)
+            throw_cuda("cudaMallocAsync", e, std::to_string(bytes_) + " bytes for " + what + " on device " +
+                                                 std::to_string(ctx_->device()));
+    }
+    ~DeviceStorage() override {
+        if (!ptr_) return;
+        DeviceGuard guard(ctx_->device());
+        // Stream-ordered: the block returns to the pool after all work queued so far on the compute
+        // stream, which is the only stream that uses it after its upload. Errors (e.g. at process exit,
+        // when the runtime is already unloading) are ignored: a destructor must not throw.
+        if (cudaFreeAsync(ptr_, ctx_->stream()) != cudaSuccess) cudaGetLastError();
+    }
+    void* data() override { return ptr_; }
+    size_t bytes() const override { return bytes_; }
+    Device device() const override { return Device::Cuda; }
+    int device_index() const { return ctx_->device(); }
+
+private:
+    std::shared_ptr<DeviceContext> ctx_;
+    size_t bytes_;
+    void* ptr_ = nullptr;
+};
+
+class PinnedStorage final : public Storage {
+public:
+    PinnedStorage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes, const std::string& what) : bytes_(bytes) {
+        if (bytes_ == 0) return;
+        DeviceGuard guard(ctx->device());
+        const cudaError_t e = cudaHostAlloc(&ptr_, bytes_, cudaHostAllocPortable);
+        if (e == cudaErrorMemoryAllocation)
+            throw std::runtime_error("cudaHostAlloc: out of page-locked host memory allocating " +
+                                     std::to_string(bytes_) + " bytes for " + what);
+        if (e != cudaSuccess) throw_cuda("cudaHostAlloc", e, std::to_string(bytes_) + " bytes for " + what);
+        std::memset(ptr_, 0, bytes_);
+    }
+    ~PinnedStorage() override {
+        if (ptr_ && cudaFreeHost(ptr_) != cudaSuccess) cudaGetLastError();
+    }
+    void* data() override { return ptr_; }
+    size_t bytes() const override { return bytes_; }
+    Device device() const override { return Device::Cpu; }
+    bool pinned() const override { return true; }
+
+private:
+    size_t bytes_;
+    void* ptr_ = nullptr;
+};
+
+}  // namespace
+
+DeviceContext::DeviceContext(int device) : device_(device) {
+    DeviceGuard guard(device_);
+    const std::string ctx = "device " + std::to_string(device_);
+    LARMOR_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_), ctx);
+    keep_pool_memory(device_);
+    LARMOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ctx);
+    try {
+        LARMOR_CUDA_CHECK(cudaStreamCreateWithFlags(&upload_, cudaStreamNonBlocking), ctx);
+        LARMOR_CUBLAS_CHECK(cublasCreate(&blas_), ctx);
+        LARMOR_CUBLAS_CHECK(cublasSetStream(blas_, stream_), ctx);
+    } catch (...) {
+        if (blas_) cublasDestroy(blas_);
+        if (upload_) cudaStreamDestroy(upload_);
+        cudaStreamDestroy(stream_);
+        throw;
+    }
+}
+
+DeviceContext::~DeviceContext() {
+    DeviceGuard guard(device_);
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
+    if (blas_) cublasDestroy(blas_);
+    if (upload_ && cudaStreamDestroy(upload_) != cudaSuccess) cudaGetLastError();
+    if (cudaStreamDestroy(stream_) != cudaSuccess) cudaGetLastError();
+}
+
+std::shared_ptr<Storage> make_device_storage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes,
+                                             const std::string& what, cudaStream_t stream) {
+    return std::make_shared<DeviceStorage>(ctx, bytes, what, stream);
+}
+
+std::shared_ptr<Storage> make_pinned_storage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes,
+                                             const std::string& what) {
+    return std::make_shared<PinnedStorage>(ctx, bytes, what);
+}
+
+int storage_device(const Storage& s) {
+    const auto* d = dynamic_cast<const DeviceStorage*>(&s);
+    return d ? d->device_index() : -1;
+}
+
+}  // namespace larmor::cuda

@@ -1,0 +1,63 @@
+#include "cuda/fft_layout.h"
+
+#include <cmath>
+
+namespace larmor::cuda {
+
+bool has_odd_axis(const Shape& shape, AxisMask live) {
+    for (int a = 0; a < shape.rank(); ++a)
+        if ((live & (1u << a)) && shape[a] % 2 == 1) return true;
+    return false;
+}
+
+std::vector<FftRunLayout> fft_layout(const Shape& shape, AxisMask live, FFTDirection dir) {
+    std::vector<FftRunLayout> runs;
+    const bool wide = shape.size() > 0xffffffffull;
+    int a = 0;
+    while (a < shape.rank()) {
+        if (!(live & (1u << a))) {
+            ++a;
+            continue;
+        }
+        int b = a;  // run a..b, at most 3 axes
+        while (b + 1 < shape.rank() && (live & (1u << (b + 1))) && b - a < 2) ++b;
+        const long long inner = static_cast<long long>(shape.stride(a));
+        long long run = 1;
+        for (int k = a; k <= b; ++k) run *= static_cast<long long>(shape[k]);
+        const long long outer = static_cast<long long>(shape.size()) / (inner * run);
+
+        FftRunLayout r;
+        for (int k = b; k >= a; --k) r.n.push_back(static_cast<long long>(shape[k]));
+        r.stride = inner;
+        if (inner == 1) {  // contiguous transforms, batched over everything above
+            r.dist = run;
+            r.batch = outer;
+            r.execs = 1;
+            r.step = 0;
+        } else if (outer <= inner) {  // batch over the inner axes (neighbouring transforms interleave)
+            r.dist = 1;
+            r.batch = inner;
+            r.execs = outer;
+            r.step = inner * run;
+        } else {  // batch over the outer axes, loop over the inner offset
+            r.dist = inner * run;
+            r.batch = outer;
+            r.execs = inner;
+            r.step = 1;
+        }
+        // Every exec pointer sits at an offset that is a multiple of stride(b+1) plus an inner index
+        // below stride(a), and the inner index is either part of `offset` (< stride(a)) or removed
+        // from it, so (offset / stride(k)) % n(k) is the index along axis k in all three cases.
+        r.callbacks.dir = dir;
+        r.callbacks.scale = 1.0 / std::sqrt(static_cast<double>(run));
+        r.callbacks.wide = wide;
+        for (int k = a; k <= b; ++k)
+            r.callbacks.axes.push_back({static_cast<unsigned long long>(shape.stride(k)),
+                                        static_cast<unsigned long long>(shape[k])});
+        runs.push_back(std::move(r));
+        a = b + 1;
+    }
+    return runs;
+}
+
+}  // namespace larmor::cuda

@@ -1,0 +1,238 @@
+#include "cuda/fft_plans.h"
+
+#include <cufftXt.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "core/cpu/backend_checks.h"
+#include "core/cpu/centring.h"
+#include "cuda/cuda_check.h"
+
+namespace larmor::cuda {
+namespace {
+
+std::mutex g_failure_mutex;
+std::string g_failure;            // first reason the callbacks were not used
+std::atomic<bool> g_healthy{true};
+
+void note_fallback(const std::string& why) {
+    std::lock_guard<std::mutex> lock(g_failure_mutex);
+    g_healthy = false;
+    if (!g_failure.empty()) return;
+    g_failure = why;
+    std::cerr << "larmor: warning: cuFFT LTO callbacks unavailable (" << why
+              << "); such transforms are centred by separate passes over memory (slower, still exact)\n";
+}
+
+// LARMOR_CUDA_CENTRING = callbacks | swap | kernels; unset: callbacks (swap needs all axes even).
+Centring requested_centring(bool odd) {
+    const char* v = std::getenv("LARMOR_CUDA_CENTRING");
+    if (!v || !*v || std::strcmp(v, "callbacks") == 0) return Centring::Callbacks;
+    if (std::strcmp(v, "kernels") == 0) return Centring::Kernels;
+    if (std::strcmp(v, "swap") == 0) return odd ? Centring::Kernels : Centring::Swap;
+    static std::once_flag once;
+    std::call_once(once, [v] { std::cerr << "larmor: warning: unknown LARMOR_CUDA_CENTRING='" << v << "', using callbacks\n"; });
+    return Centring::Callbacks;
+}
+
+std::atomic<int> g_last{static_cast<int>(Centring::Callbacks)};
+
+// RAII cuFFT handle.
+class Plan {
+public:
+    Plan() {
+        const cufftResult r = cufftCreate(&h_);
+        if (r != CUFFT_SUCCESS) throw_cufft("cufftCreate(&h_)", r, "");
+    }
+    ~Plan() { cufftDestroy(h_); }
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    cufftHandle get() const { return h_; }
+
+private:
+    cufftHandle h_ = 0;
+};
+
+std::string describe(const Shape& shape, AxisMask live, const FftRunLayout& r) {
+    std::string n;
+    for (long long v : r.n) n += (n.empty() ? "" : "x") + std::to_string(v);
+    return "shape " + shape.str() + " axes " + detail::axes_str(live) + ", run n=" + n + " stride " +
+           std::to_string(r.stride) + " dist " + std::to_string(r.dist) + " batch " + std::to_string(r.batch);
+}
+
+// The 32-bit planner where every size fits (the common, best-trodden path, also for callbacks),
+// the 64-bit one beyond.
+cufftResult make_plan(cufftHandle h, const FftRunLayout& r, size_t* work) {
+    const long long lim = 0x7fffffffLL;
+    long long run = 1;
+    for (long long v : r.n) run *= v;
+    const long long span = std::max(r.dist * r.batch, run * r.stride);  // elements one exec touches
+    if (span <= lim && r.batch <= lim && r.stride <= lim && r.dist <= lim) {
+        std::vector<int> n(r.n.begin(), r.n.end());
+        return cufftMakePlanMany(h, static_cast<int>(n.size()), n.data(), n.data(), static_cast<int>(r.stride),
+                                 static_cast<int>(r.dist), n.data(), static_cast<int>(r.stride),
+                                 static_cast<int>(r.dist), CUFFT_C2C, static_cast<int>(r.batch), work);
+    }
+    std::vector<long long> n = r.n;  // cuFFT takes non-const arrays
+    return cufftMakePlanMany64(h, static_cast<int>(n.size()), n.data(), n.data(), r.stride, r.dist, n.data(), r.stride,
+                               r.dist, CUFFT_C2C, r.batch, work);
+}
+
+}  // namespace
+
+struct CufftPlanCache::Transform {
+    struct Run {
+        FftRunLayout layout;
+        std::unique_ptr<Plan> plan;
+    };
+    std::vector<Run> runs;
+    Centring centring = Centring::Kernels;
+    ModulationArgs load, store;  // Kernels
+    HalfSwapArgs swap;           // Swap
+};
+
+const char* centring_name(Centring c) {
+    switch (c) {
+        case Centring::Swap: return "swap";
+        case Centring::Callbacks: return "callbacks";
+        case Centring::Kernels: return "kernels";
+    }
+    return "?";
+}
+
+Centring last_planned_centring() { return static_cast<Centring>(g_last.load()); }
+
+bool fft_callbacks_healthy() { return g_healthy; }
+
+std::string fft_callbacks_failure() {
+    std::lock_guard<std::mutex> lock(g_failure_mutex);
+    return g_failure;
+}
+
+CufftPlanCache::CufftPlanCache(std::shared_ptr<DeviceContext> ctx) : ctx_(std::move(ctx)) {}
+
+CufftPlanCache::~CufftPlanCache() {
+    DeviceGuard guard(ctx_->device());
+    if (cudaStreamSynchronize(ctx_->stream()) != cudaSuccess) cudaGetLastError();
+    plans_.clear();
+}
+
+CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live, FFTDirection dir) {
+    const bool odd = has_odd_axis(shape, live);
+    std::vector<size_t> key{static_cast<size_t>(shape.rank())};
+    for (int a = 0; a < shape.rank(); ++a) key.push_back(shape[a]);
+    key.push_back(live);
+    key.push_back(odd ? (dir == FFTDirection::Forward ? 1 : 2) : 0);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+
+    auto t = std::make_unique<Transform>();
+    std::vector<FftRunLayout> layout = fft_layout(shape, live, dir);
+    const int arch = ctx_->props().major * 10 + ctx_->props().minor;
+
+    const Centring want = requested_centring(odd);
+    // Callbacks: LTO load/store callbacks under C++ then C symbol names. Any failure (NVRTC, the JIT
+    // link inside cuFFT, a plan configuration that refuses callbacks) drops to the plain plans below.
+    if (want == Centring::Callbacks) {
+        std::string first_error;
+        const std::pair<const char*, const char*> names[] = {{kLoadCallback, kStoreCallback},
+                                                            {kLoadCallbackC, kStoreCallbackC}};
+        for (const auto& [load_name, store_name] : names) {
+            t->runs.clear();
+            try {
+                for (FftRunLayout& r : layout) {
+                    const std::vector<char>& ir = callback_ltoir(callback_source(r.callbacks), arch);
+                    auto plan = std::make_unique<Plan>();
+                    void* info = nullptr;
+                    const std::string ctx = describe(shape, live, r);
+                    LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), load_name, ir.data(), ir.size(),
+                                                             CUFFT_CB_LD_COMPLEX, &info),
+                                       ctx);
+                    LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), store_name, ir.data(), ir.size(),
+                                                             CUFFT_CB_ST_COMPLEX, &info),
+                                       ctx);
+                    size_t work = 0;
+                    LARMOR_CUFFT_CHECK(make_plan(plan->get(), r, &work), ctx);
+                    LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
+                    t->runs.push_back({r, std::move(plan)});
+                }
+                t->centring = Centring::Callbacks;
+                break;
+            } catch (const std::exception& e) {
+                cudaGetLastError();
+                if (first_error.empty()) first_error = e.what();
+            }
+        }
+        if (t->centring != Centring::Callbacks) note_fallback(first_error);
+    }
+    if (t->centring != Centring::Callbacks) {
+        // A failed callback plan falls back to the cheaper of the two plain-plan centrings.
+        t->centring = (want == Centring::Kernels || odd) ? Centring::Kernels : Centring::Swap;
+        t->runs.clear();
+        for (FftRunLayout& r : layout) {
+            auto plan = std::make_unique<Plan>();
+            size_t work = 0;
+            const std::string ctx = describe(shape, live, r);
+            const cufftResult res = make_plan(plan->get(), r, &work);
+            if (res == CUFFT_ALLOC_FAILED)
+                throw std::runtime_error("cufftMakePlanMany: out of GPU memory for the work area of " + ctx);
+            if (res != CUFFT_SUCCESS) throw_cufft("cufftMakePlanMany", res, ctx);
+            LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
+            t->runs.push_back({r, std::move(plan)});
+        }
+        double n_total = 1;
+        for (int a = 0; a < shape.rank(); ++a)
+            if (live & (1u << a)) {
+                for (ModulationArgs* m : {&t->load, &t->store}) {
+                    m->stride[m->count] = static_cast<long long>(shape.stride(a));
+                    m->n[m->count] = static_cast<long long>(shape[a]);
+                    ++m->count;
+                }
+                n_total *= static_cast<double>(shape[a]);
+            }
+        t->load.sign = t->store.sign = detail::fft_sign(dir);
+        t->store.store = 1;
+        t->store.scale = static_cast<float>(1.0 / std::sqrt(n_total));
+        t->swap.dims.rank = shape.rank();
+        for (int a = 0; a < shape.rank(); ++a) t->swap.dims.n[a] = static_cast<long long>(shape[a]);
+        t->swap.live = live;
+        t->swap.scale = t->store.scale;
+    }
+    g_last = static_cast<int>(t->centring);
+    auto& ref = *t;
+    plans_.emplace(std::move(key), std::move(t));
+    return ref;
+}
+
+void CufftPlanCache::execute(float2* data, const Shape& shape, AxisMask live, FFTDirection dir) {
+    std::lock_guard<std::mutex> lock(ctx_->library_mutex());
+    // Iterative solvers repeat one transform: skip the map lookup then (host time per call matters
+    // for transforms of ~10 us).
+    const int dkey = has_odd_axis(shape, live) ? (dir == FFTDirection::Forward ? 1 : 2) : 0;
+    if (!last_ || last_shape_ != shape || last_live_ != live || last_dkey_ != dkey) {
+        last_ = &get(shape, live, dir);
+        last_shape_ = shape;
+        last_live_ = live;
+        last_dkey_ = dkey;
+    }
+    Transform& t = *last_;
+    const int cufft_dir = dir == FFTDirection::Forward ? CUFFT_FORWARD : CUFFT_INVERSE;
+    const long long size = static_cast<long long>(shape.size());
+    if (t.centring == Centring::Kernels) launch_modulation(data, size, t.load, ctx_->stream());
+    for (auto& run : t.runs)
+        for (long long e = 0; e < run.layout.execs; ++e) {
+            auto* p = reinterpret_cast<cufftComplex*>(data + e * run.layout.step);
+            LARMOR_CUFFT_CHECK(cufftExecC2C(run.plan->get(), p, p, cufft_dir), describe(shape, live, run.layout));
+        }
+    if (t.centring == Centring::Kernels) launch_modulation(data, size, t.store, ctx_->stream());
+    if (t.centring == Centring::Swap) launch_half_swap(data, t.swap, ctx_->stream());
+}
+
+}  // namespace larmor::cuda

@@ -1,0 +1,285 @@
+// CUDA backend against its CPU twin (the reference), to 1e-5 relative. Every test skips without a
+// usable CUDA device, so this file also runs (as skips) on CPU-only machines and builds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/fft_operator.h"
+#include "tests/support/reference_dft.h"
+#ifdef LARMOR_WITH_CUDA
+#include "cuda/fft_plans.h"
+#endif
+
+namespace larmor {
+namespace {
+
+using test::cdouble;
+
+#define REQUIRE_CUDA() \
+    if (!larmor::cuda_available()) GTEST_SKIP() << "no CUDA device"
+
+struct FftCase {
+    Shape shape;
+    AxisMask axes;
+};
+
+// Even and odd sizes; leading, trailing, interleaved and non-contiguous batches; the benchmark sizes.
+const FftCase kFftCases[] = {
+    {{16}, 1u},           {{15}, 1u},          {{8, 6}, 3u},         {{9, 5}, 3u},          {{7, 8}, 2u},
+    {{16, 12, 4}, 3u},    {{10, 9, 3}, 3u},    {{6, 10, 5}, 2u},     {{6, 5, 4}, 5u},       {{8, 6, 10}, 7u},
+    {{5, 7, 9}, 7u},      {{6, 5, 4, 3}, 7u},  {{4, 6, 8, 3}, 6u},   {{3, 4, 5, 6}, 15u},   {{12, 1, 10, 2}, 5u},
+    {{256, 256, 8}, 3u},  {{256, 256, 8}, 2u}, {{256, 256, 32}, 3u}, {{64, 64, 64}, 7u},    {{96, 80, 4, 3}, 7u},
+    {{31, 33, 3}, 3u},    {{128, 1, 1, 4}, 1u},
+};
+
+CArray upload(Backend& gpu, const CArray& host) {
+    CArray staging = gpu.host_staging(host.shape());
+    std::copy(host.data(), host.data() + host.size(), staging.data());
+    return gpu.to_device(staging);
+}
+
+void fft_cases_match_cpu(Backend& gpu) {
+    auto cpu = make_cpu_backend();
+    unsigned seed = 100;
+    for (const FftCase& c : kFftCases)
+        for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
+            CArray x = test::random_array(c.shape, seed++);
+            CArray d = gpu.to_device(x);
+            gpu.fft(d, c.axes, dir);
+            cpu->fft(x, c.axes, dir);
+            EXPECT_LT(test::relative_error(gpu.to_host(d), x), 1e-5)
+                << c.shape.str() << " axes " << c.axes << (dir == FFTDirection::Forward ? " forward" : " inverse");
+        }
+}
+
+TEST(CoreCudaBackend, DescribesItsDevice) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend(0);
+    EXPECT_EQ(gpu->device(), Device::Cuda);
+    EXPECT_FALSE(cuda_devices().empty());
+    EXPECT_NE(gpu->describe().find("cuda:0"), std::string::npos) << gpu->describe();
+    std::cout << "[ info ] " << gpu->describe() << "\n";
+}
+
+// Plans made while LARMOR_CUDA_CENTRING is set use that centring (cuda/fft_plans.h).
+struct CentringEnv {
+    explicit CentringEnv(const char* v) { setenv("LARMOR_CUDA_CENTRING", v, 1); }
+    ~CentringEnv() { unsetenv("LARMOR_CUDA_CENTRING"); }
+};
+
+TEST(CoreCudaBackend, FftMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    fft_cases_match_cpu(*gpu);
+}
+
+TEST(CoreCudaBackend, FftEveryCentringMatchesCpu) {
+    REQUIRE_CUDA();
+    for (const char* mode : {"callbacks", "swap", "kernels"}) {
+        CentringEnv env(mode);
+        auto gpu = make_cuda_backend();
+        SCOPED_TRACE(mode);
+        fft_cases_match_cpu(*gpu);
+    }
+#ifdef LARMOR_WITH_CUDA
+    if (!cuda::fft_callbacks_healthy())
+        std::cout << "[ info ] some plans could not take LTO callbacks: " << cuda::fft_callbacks_failure() << "\n";
+    // The benchmark transform must get its callbacks when asked for them.
+    CentringEnv env("callbacks");
+    auto gpu = make_cuda_backend();
+    CArray d = gpu->zeros({256, 256, 32});
+    gpu->fft(d, 3u, FFTDirection::Forward);
+    EXPECT_EQ(cuda::last_planned_centring(), cuda::Centring::Callbacks) << cuda::fft_callbacks_failure();
+#endif
+}
+
+TEST(CoreCudaBackend, FftMatchesExactDft) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    for (const FftCase& c : {FftCase{{16, 12, 3}, 3u}, FftCase{{9, 7, 5}, 7u}, FftCase{{10, 6, 4}, 6u}}) {
+        const CArray x = test::random_array(c.shape, 7);
+        CArray d = upload(*gpu, x);
+        gpu->fft(d, c.axes, FFTDirection::Forward);
+        const auto want = test::reference_centred_dft(test::to_double(x), c.shape, c.axes, FFTDirection::Forward);
+        EXPECT_LT(test::relative_error(gpu->to_host(d), want), 1e-5) << c.shape.str();
+    }
+}
+
+TEST(CoreCudaBackend, FftOperatorAdjointAndOutOfPlace) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    for (const FftCase& c : {FftCase{{64, 48, 4}, 3u}, FftCase{{9, 7, 5}, 5u}}) {
+        FFTOperator op(gpu, c.shape, c.axes);
+        const CArray xh = test::random_array(c.shape, 1), yh = test::random_array(c.shape, 2);
+        const CArray x = gpu->to_device(xh), y = gpu->to_device(yh);
+        CArray ax = gpu->empty(c.shape), ahy = gpu->empty(c.shape);
+        op.forward(x, ax);
+        op.adjoint(y, ahy);
+        const cdouble lhs = test::inner(gpu->to_host(ax), yh), rhs = test::inner(xh, gpu->to_host(ahy));
+        EXPECT_LT(std::abs(lhs - rhs), 1e-5 * std::abs(lhs)) << c.shape.str();
+        EXPECT_EQ(test::relative_error(gpu->to_host(x), xh), 0.0) << "forward modified its input";
+        CArray inplace = gpu->to_device(xh);
+        op.forward(inplace, inplace);
+        EXPECT_EQ(test::relative_error(gpu->to_host(inplace), gpu->to_host(ax)), 0.0);
+    }
+}
+
+TEST(CoreCudaBackend, TransfersAndAllocation) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    const Shape s{33, 17, 3};
+    CArray staging = gpu->host_staging(s);
+    EXPECT_TRUE(staging.pinned());
+    EXPECT_EQ(staging.device(), Device::Cpu);
+    for (size_t i = 0; i < staging.size(); ++i) ASSERT_EQ(staging.data()[i], cfloat(0.f, 0.f));
+    const CArray x = test::random_array(s, 3);
+    std::copy(x.data(), x.data() + x.size(), staging.data());
+    CArray d = gpu->to_device(staging);
+    // The caller may refill the staging buffer as soon as to_device returns.
+    std::fill(staging.data(), staging.data() + staging.size(), cfloat(-1.f, -1.f));
+    EXPECT_EQ(d.device(), Device::Cuda);
+    EXPECT_EQ(gpu->to_device(d).data(), d.data());
+    EXPECT_EQ(test::relative_error(gpu->to_host(d), x), 0.0);
+    EXPECT_EQ(gpu->to_host(x).data(), x.data());
+    CArray z = gpu->zeros(s);
+    EXPECT_EQ(test::relative_error(gpu->to_host(z), CArray::host(s)), 0.0);
+    CArray e = gpu->empty({0});
+    EXPECT_EQ(e.size(), 0u);
+    gpu->synchronize();
+}
+
+TEST(CoreCudaBackend, ArraysOutliveTheirBackend) {
+    REQUIRE_CUDA();
+    CArray d;
+    {
+        auto gpu = make_cuda_backend();
+        d = gpu->to_device(test::random_array({64, 64}, 4));
+        gpu->fft(d, 3u, FFTDirection::Forward);
+    }
+    d = CArray();  // freed on the (still alive) session stream
+    SUCCEED();
+}
+
+TEST(CoreCudaBackend, PrimitivesMatchCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    // mix
+    for (auto [shape, c] : {std::pair<Shape, size_t>{{64, 48, 16}, 8}, {{33, 7, 5}, 3}, {{256, 256, 32}, 12}}) {
+        Shape ys = shape;
+        ys[ys.rank() - 1] = c;
+        const CArray x = test::random_array(shape, 11);
+        std::vector<cfloat> m(c * shape[shape.rank() - 1]);
+        for (size_t i = 0; i < m.size(); ++i) m[i] = cfloat(std::cos(0.37f * i), std::sin(0.11f * i * i));
+        CArray yc = CArray::host(ys), yg = gpu->empty(ys);
+        cpu->mix_last_axis(x, m, yc);
+        gpu->mix_last_axis(gpu->to_device(x), m, yg);
+        EXPECT_LT(test::relative_error(gpu->to_host(yg), yc), 1e-5) << "mix " << shape.str();
+    }
+    // crop / pad
+    const std::pair<Shape, Shape> crops[] = {{{16, 12, 3}, {8, 20, 3}}, {{15, 9}, {16, 8}}, {{5, 6, 7, 2}, {9, 4, 7, 3}},
+                                             {{384, 144, 14}, {192, 144, 14}}, {{10}, {4}}, {{4, 4}, {4, 4}}};
+    for (const auto& [ss, ds] : crops) {
+        const CArray src = test::random_array(ss, 21);
+        CArray dc = CArray::host(ds), dg = gpu->empty(ds);
+        cpu->crop_pad_centred(src, dc);
+        gpu->crop_pad_centred(gpu->to_device(src), dg);
+        EXPECT_EQ(test::relative_error(gpu->to_host(dg), dc), 0.0) << "crop " << ss.str() << " -> " << ds.str();
+    }
+    // rss, combine (odd pixel counts take the scalar path)
+    for (const Shape& s : {Shape{64, 48, 16}, Shape{33, 7, 5}, Shape{256, 256, 32}}) {
+        Shape rs;
+        for (int a = 0; a + 1 < s.rank(); ++a) rs.push_back(s[a]);
+        const CArray x = test::random_array(s, 31), maps = test::random_array(s, 32);
+        CArray rc = CArray::host(rs), yc = CArray::host(rs), rg = gpu->empty(rs), yg = gpu->empty(rs);
+        cpu->rss_last_axis(x, rc);
+        cpu->combine_last_axis(x, maps, yc);
+        const CArray xd = gpu->to_device(x), md = gpu->to_device(maps);
+        gpu->rss_last_axis(xd, rg);
+        gpu->combine_last_axis(xd, md, yg);
+        EXPECT_LT(test::relative_error(gpu->to_host(rg), rc), 1e-5) << "rss " << s.str();
+        EXPECT_LT(test::relative_error(gpu->to_host(yg), yc), 1e-5) << "combine " << s.str();
+    }
+}
+
+TEST(CoreCudaBackend, WalshMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    for (auto [nx, ny, nz, nc, kernel] : {std::tuple<size_t, size_t, size_t, size_t, int>{64, 48, 1, 8, 5},
+                                          {40, 36, 3, 32, 7}, {24, 20, 1, 64, 5}, {30, 26, 2, 6, 4}}) {
+        const auto ph = test::smooth_coil_phantom(nx, ny, nz, nc);
+        CArray mc = CArray::host(ph.data.shape()), mg = gpu->empty(ph.data.shape());
+        cpu->walsh_sensitivities(ph.data, kernel, mc);
+        gpu->walsh_sensitivities(gpu->to_device(ph.data), kernel, mg);
+        EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5) << ph.data.shape().str() << " kernel " << kernel;
+    }
+    CArray too_many = gpu->empty({8, 8, 1, 65}), maps = gpu->empty({8, 8, 1, 65});
+    EXPECT_THROW(gpu->walsh_sensitivities(too_many, 5, maps), std::invalid_argument);
+}
+
+TEST(CoreCudaBackend, ConcurrentSessionsAreIndependent) {
+    REQUIRE_CUDA();
+    auto cpu = make_cpu_backend();
+    const Shape s{128, 96, 8};
+    const CArray x = test::random_array(s, 9);
+    CArray want = test::from_double(test::to_double(x), s);
+    cpu->fft(want, 3u, FFTDirection::Forward);
+    std::vector<double> err(4, 1.0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            auto gpu = make_cuda_backend();
+            double worst = 0;
+            for (int i = 0; i < 10; ++i) {
+                CArray d = gpu->to_device(x);
+                gpu->fft(d, 3u, FFTDirection::Forward);
+                worst = std::max(worst, test::relative_error(gpu->to_host(d), want));
+            }
+            err[static_cast<size_t>(t)] = worst;
+        });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 4; ++t) EXPECT_LT(err[static_cast<size_t>(t)], 1e-5) << "session " << t;
+}
+
+TEST(CoreCudaBackend, ErrorsNameTheProblem) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    CArray host = CArray::host({8, 8});
+    try {
+        gpu->fft(host, 3u, FFTDirection::Forward);
+        FAIL() << "a host array was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("[8x8]"), std::string::npos) << e.what();
+    }
+    try {
+        make_cuda_backend(1000);
+        FAIL() << "device 1000 was accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("1000"), std::string::npos) << e.what();
+    }
+    try {
+        gpu->empty({size_t(1) << 47});  // 1 PiB
+        FAIL() << "a 1 PiB allocation succeeded";
+    } catch (const std::runtime_error& e) {
+        const std::string w = e.what();
+        EXPECT_NE(w.find("out of GPU memory"), std::string::npos) << w;
+        EXPECT_NE(w.find(std::to_string(size_t(1) << 50)), std::string::npos) << w;
+        std::cout << "[ info ] " << w << "\n";
+    }
+    // the backend still works after the failures
+    CArray d = gpu->to_device(test::random_array({16, 16}, 1));
+    gpu->fft(d, 3u, FFTDirection::Forward);
+    gpu->synchronize();
+}
+
+}  // namespace
+}  // namespace larmor

@@ -1,0 +1,142 @@
+// CPU backend FFT and FFTOperator against the exact double-precision centred DFT (reference_dft.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/backend.h"
+#include "core/fft_operator.h"
+#include "tests/support/reference_dft.h"
+
+namespace larmor {
+namespace {
+
+using test::cdouble;
+
+struct FftCase {
+    Shape shape;
+    AxisMask axes;
+};
+
+std::string name_of(const FftCase& c) { return c.shape.str() + " axes " + std::to_string(c.axes); }
+
+// 1D/2D/3D, even and odd, batched over leading, trailing and interleaved axes.
+const FftCase kCases[] = {
+    {{16}, 1u},          {{15}, 1u},           {{1}, 1u},           {{2}, 1u},
+    {{8, 6}, 3u},        {{9, 5}, 3u},         {{7, 8}, 1u},        {{7, 8}, 2u},
+    {{16, 12, 4}, 3u},   {{10, 9, 3}, 3u},     {{6, 10, 5}, 2u},    {{6, 5, 4}, 5u},
+    {{8, 6, 10}, 7u},    {{5, 7, 9}, 7u},      {{6, 5, 4, 3}, 7u},  {{4, 6, 8, 3}, 6u},
+    {{3, 4, 5, 6}, 15u}, {{12, 1, 10, 2}, 5u}, {{4, 4, 4, 4, 2}, 15u},
+};
+
+TEST(CoreFft, MatchesExactCentredDftBothDirections) {
+    auto cpu = make_cpu_backend();
+    unsigned seed = 1;
+    for (const FftCase& c : kCases)
+        for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
+            CArray x = test::random_array(c.shape, seed++);
+            const auto want = test::reference_centred_dft(test::to_double(x), c.shape, c.axes, dir);
+            cpu->fft(x, c.axes, dir);
+            EXPECT_LT(test::relative_error(x, want), 1e-5)
+                << name_of(c) << (dir == FFTDirection::Forward ? " forward" : " inverse");
+        }
+}
+
+TEST(CoreFft, CentreOfImageMapsToDcAndBack) {
+    // A point at the centre (N/2) has a flat spectrum of value 1/sqrt(N); a flat image has all its
+    // energy at the k-space centre.
+    auto cpu = make_cpu_backend();
+    for (size_t n : {8u, 9u}) {
+        CArray x = CArray::host({n, n});
+        x.data()[n / 2 + n * (n / 2)] = cfloat(1.f, 0.f);
+        cpu->fft(x, 3u, FFTDirection::Forward);
+        for (size_t i = 0; i < x.size(); ++i) {
+            EXPECT_NEAR(x.data()[i].real(), 1.0 / n, 1e-6) << n << " at " << i;
+            EXPECT_NEAR(x.data()[i].imag(), 0.0, 1e-6) << n << " at " << i;
+        }
+    }
+}
+
+TEST(CoreFft, InverseUndoesForward) {
+    auto cpu = make_cpu_backend(2);
+    for (const FftCase& c : kCases) {
+        const CArray x0 = test::random_array(c.shape, 99);
+        CArray x = test::from_double(test::to_double(x0), c.shape);
+        cpu->fft(x, c.axes, FFTDirection::Forward);
+        cpu->fft(x, c.axes, FFTDirection::Inverse);
+        EXPECT_LT(test::relative_error(x, x0), 1e-5) << name_of(c);
+    }
+}
+
+TEST(CoreFft, RepeatedCallsReuseThePlanAndStayCorrect) {
+    auto cpu = make_cpu_backend();
+    const Shape s{12, 10, 3};
+    for (int i = 0; i < 3; ++i) {
+        CArray x = test::random_array(s, 7u + static_cast<unsigned>(i));
+        const auto want = test::reference_centred_dft(test::to_double(x), s, 3u, FFTDirection::Forward);
+        cpu->fft(x, 3u, FFTDirection::Forward);
+        EXPECT_LT(test::relative_error(x, want), 1e-5) << "call " << i;
+    }
+}
+
+TEST(CoreFft, RejectsAxesOutsideTheShape) {
+    auto cpu = make_cpu_backend();
+    CArray x = CArray::host({4, 4});
+    try {
+        cpu->fft(x, 4u, FFTDirection::Forward);
+        FAIL() << "axis 2 of a rank-2 array was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("[4x4]"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CoreFftOperator, AdjointIdentity) {
+    auto cpu = make_cpu_backend();
+    for (const FftCase& c : {FftCase{{16, 12, 3}, 3u}, FftCase{{9, 7, 5}, 5u}, FftCase{{6, 5, 4}, 7u}}) {
+        FFTOperator op(cpu, c.shape, c.axes);
+        const CArray x = test::random_array(c.shape, 3), y = test::random_array(c.shape, 4);
+        CArray ax = CArray::host(c.shape), ahy = CArray::host(c.shape);
+        op.forward(x, ax);
+        op.adjoint(y, ahy);
+        const cdouble lhs = test::inner(ax, y), rhs = test::inner(x, ahy);
+        EXPECT_LT(std::abs(lhs - rhs), 1e-5 * std::abs(lhs)) << name_of(c) << " <Ax,y>=" << lhs << " <x,AHy>=" << rhs;
+    }
+}
+
+TEST(CoreFftOperator, OutOfPlaceLeavesInputAndMatchesInPlace) {
+    auto cpu = make_cpu_backend();
+    const Shape s{10, 8, 2};
+    FFTOperator op(cpu, s, 3u);
+    const CArray x = test::random_array(s, 5);
+    const auto x_before = test::to_double(x);
+    CArray y = CArray::host(s);
+    op.forward(x, y);
+    EXPECT_EQ(test::relative_error(x, x_before), 0.0) << "forward modified its input";
+    CArray z = test::from_double(x_before, s);
+    op.forward(z, z);  // in place: same storage
+    EXPECT_EQ(test::relative_error(z, test::to_double(y)), 0.0);
+    const auto want = test::reference_centred_dft(x_before, s, 3u, FFTDirection::Forward);
+    EXPECT_LT(test::relative_error(y, want), 1e-5);
+    CArray back = CArray::host(s);
+    op.adjoint(y, back);
+    EXPECT_LT(test::relative_error(back, x_before), 1e-5);
+}
+
+TEST(CoreFftOperator, RejectsWrongShapes) {
+    auto cpu = make_cpu_backend();
+    FFTOperator op(cpu, {8, 8}, 3u);
+    CArray x = CArray::host({8, 8}), y = CArray::host({8, 4});
+    EXPECT_THROW(op.forward(x, y), std::invalid_argument);
+    EXPECT_THROW(FFTOperator(cpu, {8, 8}, 4u), std::invalid_argument);
+    EXPECT_THROW(FFTOperator(nullptr, {8, 8}, 1u), std::invalid_argument);
+}
+
+TEST(CoreCudaStub, NoDeviceMeansCleanRefusal) {
+    // On machines without a GPU (or builds without CUDA) the query must answer, not abort.
+    if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+    EXPECT_NO_THROW(cuda_devices());
+    EXPECT_THROW(make_cuda_backend(0), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace larmor
