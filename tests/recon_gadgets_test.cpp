@@ -822,6 +822,32 @@ TEST(Accumulate, RecycledStagingOnCudaStartsClean) {
     EXPECT_EQ(test::relative_error(second, test::to_double(cpu_bufs[1].data)), 0.0);
 }
 
+TEST(Accumulate, RepeatedLinesOnCudaLeaveStreamingAndAverage) {
+    // On CUDA readouts are streamed to the device as they arrive; a repeated line sends the buffer
+    // back to the host path, which must give exactly the CPU result.
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+    ScanSpec s;
+    s.ro = s.recon_x = 16;
+    s.fov_enc[0] = s.fov_recon[0] = 100;
+    s.e1 = s.recon_y = 8;
+    s.coils = 3;
+    const std::vector<cdouble> g1 = random_grid(s, 1), g2 = random_grid(s, 2);
+    std::vector<Acquisition> lines;
+    for (size_t p = 0; p < 8; ++p) lines.push_back(readout(s, g1, p, 0, uint32_t(p)));
+    for (size_t p = 2; p < 5; ++p) {
+        lines.push_back(readout(s, g2, p, 0, uint32_t(8 + p)));
+        lines.back().head.idx.average = 1;
+    }
+    auto gpu = make_cuda_backend();
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(make_accumulate_trigger(config::AccumulateTrigger{}));
+    auto gpu_bufs = only<KSpaceBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), gpu), to_messages(lines)));
+    auto cpu_bufs = accumulate(s, lines);
+    ASSERT_EQ(gpu_bufs.size(), 1u);
+    ASSERT_EQ(cpu_bufs.size(), 1u);
+    EXPECT_LT(test::relative_error(gpu->to_host(gpu_bufs[0].data), test::to_double(cpu_bufs[0].data)), 1e-7);
+}
+
 TEST(Accumulate, RepeatedLinesAreAveraged) {
     ScanSpec s;
     s.ro = s.recon_x = 8;
@@ -1065,62 +1091,6 @@ TEST(NoiseAdjust, WhitenerMatchesDoublePrecisionReference) {
                            std::sqrt(2.0 * 3.0 / 6.0 * 0.793));
     ASSERT_EQ(w.size(), ref.size());
     EXPECT_LT(test::relative_error(as_double(w), ref), 1e-5);
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Timing: the chain per frame for 256^2 x 32 coils (2x readout oversampling, prewhitened).
-
-// Wall time per frame of the synchronous chain (host line copies, upload, pending operations, FFT,
-// RSS, download and conversion); the first frame pays FFT planning and allocations.
-void time_chain(const std::shared_ptr<Backend>& be) {
-    ScanSpec s;
-    s.ro = 512;
-    s.recon_x = 256;
-    s.e1 = s.recon_y = 256;
-    s.coils = 32;
-    s.fov_enc[0] = 512, s.fov_recon[0] = 256, s.fov_enc[1] = s.fov_recon[1] = 256;
-    const NoiseModel m = make_noise_model(32, 2);
-    const std::vector<cdouble> grid = random_grid(s, 21);
-    std::vector<Acquisition> frame;
-    for (size_t p = 0; p < s.e1; ++p) {
-        frame.push_back(readout(s, grid, p, 0, uint32_t(p)));
-        if (p + 1 == s.e1) frame.back().head.flags |= bit(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
-    }
-    ChainOptions o;
-    o.combine = config::COMBINE_RSS;
-    o.finish = config::OUTPUT_MAGNITUDE;
-    GadgetHarness h(make_chain(o));
-    h.start(test::make_session(header_xml(s), be));
-    for (Acquisition& a : noise_scans(s, m, 4, 3)) h.push(std::move(a));
-    const int frames = 8;
-    std::vector<double> total, trigger;  // whole frame; the last readout (upload, operations, image)
-    using clock = std::chrono::steady_clock;
-    auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
-    for (int f = 0; f < frames; ++f) {
-        std::vector<Acquisition> copy = frame;  // copies outside the timed region
-        const auto t0 = clock::now();
-        for (size_t i = 0; i + 1 < copy.size(); ++i) h.push(std::move(copy[i]));
-        const auto t1 = clock::now();
-        h.push(std::move(copy.back()));
-        be->synchronize();
-        trigger.push_back(ms_since(t1));
-        total.push_back(ms_since(t0));
-        ASSERT_EQ(h.output().size(), size_t(f + 1));
-    }
-    const double first = total[0];
-    std::sort(total.begin() + 1, total.end());
-    std::sort(trigger.begin() + 1, trigger.end());
-    std::cout << "chain NoiseAdjust>ROOS>Accumulate>FFT>RSS>Finish, 256x256 (512 oversampled) x 32 coils on "
-              << be->describe() << ": first frame " << first << " ms, median of the rest " << total[frames / 2]
-              << " ms per frame, of which " << trigger[frames / 2]
-              << " ms after the last readout (upload, prewhitening, ROOS, FFT, RSS, download)\n";
-}
-
-TEST(Timing, CpuChainPerFrame256x32) { time_chain(make_cpu_backend()); }
-
-TEST(Timing, CudaChainPerFrame256x32) {
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
-    time_chain(make_cuda_backend());
 }
 
 }  // namespace
