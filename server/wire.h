@@ -95,4 +95,7 @@ void write_message(ByteWriter& out, const WireMessage& msg);
 // Name of a message id for logs ("ACQUISITION(1008)"), "unknown(N)" otherwise.
 std::string id_name(uint16_t id);
 
+// The id a message goes on the wire with (for logs: id_name(message_id(msg))).
+uint16_t message_id(const WireMessage& msg);
+
 }  // namespace larmor::wire

@@ -1,0 +1,41 @@
+#pragma once
+// Where returned images go: an ISMRMRD HDF5 file laid out like Gadgetron's client writes it
+// (<group>/image_<series>/{header,attributes,data}), and optionally 8-bit PNGs for a quick look.
+#include <memory>
+#include <set>
+#include <string>
+
+#include "gadgets/message.h"
+
+namespace ISMRMRD {
+class Dataset;
+}
+
+namespace larmor::client {
+
+class Hdf5ImageWriter {
+public:
+    Hdf5ImageWriter(std::string file, std::string group);
+    ~Hdf5ImageWriter();
+    // Appends the image to <group>/image_<image_series_index>; the file is created on the first image.
+    void write(const Image& im);
+
+private:
+    std::string file_, group_;
+    std::unique_ptr<ISMRMRD::Dataset> dataset_;
+};
+
+class PngImageWriter {
+public:
+    explicit PngImageWriter(std::string dir);
+    // One greyscale PNG per 2D slice (and channel): magnitude for complex data, windowed to the
+    // 0.5th..99.5th percentile. Named <series>_<index>.png, with _<z> / _c<channel> when there are
+    // several, and a _<n> suffix should a name repeat within the session.
+    void write(const Image& im);
+
+private:
+    std::string dir_;
+    std::set<std::string> used_;
+};
+
+}  // namespace larmor::client

@@ -1,0 +1,71 @@
+#include "tools/client/receiver.h"
+
+#include <iostream>
+#include <system_error>
+
+#include "tools/client/connection.h"
+
+namespace larmor::client {
+
+namespace {
+
+// Server text usually ends in a newline; print it as one line either way.
+std::string trimmed(const std::string& s) {
+    size_t end = s.find_last_not_of("\r\n");
+    return end == std::string::npos ? std::string() : s.substr(0, end + 1);
+}
+
+}  // namespace
+
+Receiver::Receiver(const Options& opts) : opts_(opts), hdf5_(opts.out_file, opts.out_group) {
+    if (!opts.png_dir.empty()) png_ = std::make_unique<PngImageWriter>(opts.png_dir);
+}
+
+void Receiver::handle(wire::WireMessage& msg, ReceiveResult& result) {
+    if (auto* im = std::get_if<Image>(&msg)) {
+        hdf5_.write(*im);
+        if (png_) png_->write(*im);
+        ++result.images;
+    } else if (auto* text = std::get_if<Text>(&msg)) {
+        std::cerr << "[server] " << trimmed(text->text) << std::endl;
+        if (text->text.find("ERROR") != std::string::npos) result.server_error = true;
+    } else if (auto* resp = std::get_if<wire::Response>(&msg)) {
+        std::cout << trimmed(resp->text) << std::endl;
+        ++result.responses;
+    } else if (auto* dep = std::get_if<wire::DependencyQuery>(&msg)) {
+        if (!opts_.quiet)
+            std::cerr << "larmor-client: note: dependency query answer (" << dep->meta_xml.size()
+                      << " bytes of meta) ignored\n";
+    } else if (auto* dicom = std::get_if<wire::DicomWithName>(&msg)) {
+        if (!opts_.quiet)
+            std::cerr << "larmor-client: note: DICOM '" << dicom->filename << "' (" << dicom->dicom.size()
+                      << " bytes) not saved: larmor-client writes images as HDF5 and PNG\n";
+    } else {
+        throw wire::ProtocolError("unexpected " + wire::id_name(wire::message_id(msg)) + " from the server");
+    }
+}
+
+ReceiveResult Receiver::run(wire::ByteReader& in, std::atomic<bool>& done) {
+    ReceiveResult result;
+    const wire::Limits limits;  // the defaults bound what a server may make us allocate
+    try {
+        for (;;) {
+            wire::WireMessage msg = wire::read_message(in, limits);
+            if (std::holds_alternative<wire::Close>(msg)) {
+                result.closed = true;
+                break;
+            }
+            handle(msg, result);
+        }
+    } catch (const wire::EndOfStream&) {
+        result.error = "the server closed the connection without sending CLOSE";
+    } catch (const wire::ProtocolError& e) {
+        result.error = std::string("protocol error from the server: ") + e.what();
+    } catch (const std::exception& e) {
+        result.error = e.what();
+    }
+    done.store(true);
+    return result;
+}
+
+}  // namespace larmor::client
