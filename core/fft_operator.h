@@ -15,8 +15,12 @@ public:
     const Shape& ishape() const override { return shape_; }
     const Shape& oshape() const override { return shape_; }
 
-    // In place when x and y share storage (no copy at all); otherwise x is copied into y and y is
-    // transformed in place (one device copy, no temporary).
+    // y = F x. x is never modified unless it shares y's storage, and y may be REBOUND to new storage,
+    // as Backend::fft's argument may: other handles to y's old storage don't see the result.
+    //   x and y share storage: Backend::fft on y (no copy at all).
+    //   GPU backend: Backend::fft transforms out of place there, so it runs on a second handle to x
+    //     and y is rebound to its result (cuFFT reads x and writes the output: no copy).
+    //   CPU backend (transforms in place): x is copied into y and y transformed (one copy).
     void forward(const CArray& x, CArray& y) override;
     void adjoint(const CArray& y, CArray& x) override;
 

@@ -129,12 +129,23 @@ public:
                               dst.shape().str());
     }
 
+    // Out of place, always (whatever the centring, cuda/fft_plans.h): the result goes to fresh memory
+    // from the session's stream-ordered pool and x is rebound to it, so the shifted load callback may
+    // read any input element and other handles to x's old storage keep the input. The old block
+    // returns to the pool, stream-ordered, when its last handle goes (the next call's output, of the
+    // same size, is typically that block again).
     void fft(CArray& x, AxisMask axes, FFTDirection dir) override {
         check_ours(x, "fft", "x");
         const AxisMask live = detail::check_fft_axes(x.shape(), axes);
         if (live == 0 || x.size() == 0) return;
         DeviceGuard g(ctx_->device());
-        plans_.execute(dev(x), x.shape(), live, dir);
+        CArray y(x.shape(), cuda::make_device_storage(ctx_, x.bytes(), "fft output " + x.shape().str()));
+        std::shared_ptr<Storage> scratch;  // released (stream-ordered) after the queued transform
+        plans_.execute(dev(x), dev(y), x.shape(), live, dir, [&] {
+            scratch = cuda::make_device_storage(ctx_, x.bytes(), "fft scratch " + x.shape().str());
+            return static_cast<float2*>(scratch->data());
+        });
+        x = std::move(y);
     }
 
     void mix_last_axis(const CArray& x, const std::vector<cfloat>& m, CArray& y) override {

@@ -47,7 +47,9 @@ std::vector<FftRunLayout> fft_layout(const Shape& shape, AxisMask live, FFTDirec
         }
         // Every exec pointer sits at an offset that is a multiple of stride(b+1) plus an inner index
         // below stride(a), and the inner index is either part of `offset` (< stride(a)) or removed
-        // from it, so (offset / stride(k)) % n(k) is the index along axis k in all three cases.
+        // from it, so (offset / stride(k)) % n(k) is the index along axis k in all three cases. The
+        // shifted load moves only along the run's own axes, within the same transform, so the offset
+        // it reads is valid from the same exec pointer too.
         r.callbacks.dir = dir;
         r.callbacks.scale = 1.0 / std::sqrt(static_cast<double>(run));
         r.callbacks.wide = wide;

@@ -7,8 +7,9 @@
 // plan, executed one after the other (the transforms along different axes commute). A run with
 // axes below it (inner > 1) and axes above it (outer > 1) has two batch dimensions: the plan
 // batches over the larger one and the smaller one becomes a loop of cufftExec calls at shifted
-// pointers. Each run carries its own callbacks for the modulation of its axes; the factors of
-// different axes multiply, so the runs together give the full centred transform.
+// pointers. Each run carries its own callbacks for the centring of its axes (shifted load, or load
+// and store modulation); the factors of different axes multiply and their shifts compose, so the
+// runs together give the full centred transform.
 #include <vector>
 
 #include "core/backend.h"

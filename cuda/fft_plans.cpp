@@ -31,18 +31,19 @@ void note_fallback(const std::string& why) {
               << "); such transforms are centred by separate passes over memory (slower, still exact)\n";
 }
 
-// LARMOR_CUDA_CENTRING = callbacks | swap | kernels; unset: callbacks (swap needs all axes even).
+// LARMOR_CUDA_CENTRING = load | callbacks | swap | kernels; unset: load (swap needs all axes even).
 Centring requested_centring(bool odd) {
     const char* v = std::getenv("LARMOR_CUDA_CENTRING");
-    if (!v || !*v || std::strcmp(v, "callbacks") == 0) return Centring::Callbacks;
+    if (!v || !*v || std::strcmp(v, "load") == 0) return Centring::Load;
+    if (std::strcmp(v, "callbacks") == 0) return Centring::Callbacks;
     if (std::strcmp(v, "kernels") == 0) return Centring::Kernels;
     if (std::strcmp(v, "swap") == 0) return odd ? Centring::Kernels : Centring::Swap;
     static std::once_flag once;
-    std::call_once(once, [v] { std::cerr << "larmor: warning: unknown LARMOR_CUDA_CENTRING='" << v << "', using callbacks\n"; });
-    return Centring::Callbacks;
+    std::call_once(once, [v] { std::cerr << "larmor: warning: unknown LARMOR_CUDA_CENTRING='" << v << "', using load\n"; });
+    return Centring::Load;
 }
 
-std::atomic<int> g_last{static_cast<int>(Centring::Callbacks)};
+std::atomic<int> g_last{static_cast<int>(Centring::Load)};
 
 // RAII cuFFT handle.
 class Plan {
@@ -94,12 +95,14 @@ struct CufftPlanCache::Transform {
     };
     std::vector<Run> runs;
     Centring centring = Centring::Kernels;
+    bool needs_scratch = false;  // Load with several runs
     ModulationArgs load, store;  // Kernels
     HalfSwapArgs swap;           // Swap
 };
 
 const char* centring_name(Centring c) {
     switch (c) {
+        case Centring::Load: return "load";
         case Centring::Swap: return "swap";
         case Centring::Callbacks: return "callbacks";
         case Centring::Kernels: return "kernels";
@@ -138,41 +141,48 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
     const int arch = ctx_->props().major * 10 + ctx_->props().minor;
 
     const Centring want = requested_centring(odd);
-    // Callbacks: LTO load/store callbacks under C++ then C symbol names. Any failure (NVRTC, the JIT
-    // link inside cuFFT, a plan configuration that refuses callbacks) drops to the plain plans below.
-    if (want == Centring::Callbacks) {
+    // Load / Callbacks: LTO callbacks under C++ then C symbol names. Any failure (NVRTC, the JIT link
+    // inside cuFFT, a plan configuration that refuses callbacks) drops to the plain plans below.
+    bool planned = false;
+    if (want == Centring::Load || want == Centring::Callbacks) {
         std::string first_error;
-        const std::pair<const char*, const char*> names[] = {{kLoadCallback, kStoreCallback},
-                                                            {kLoadCallbackC, kStoreCallbackC}};
+        const bool load_only = want == Centring::Load;
+        const std::pair<const char*, const char*> names[] = {
+            {load_only ? kShiftedLoadCallback : kLoadCallback, load_only ? nullptr : kStoreCallback},
+            {load_only ? kShiftedLoadCallbackC : kLoadCallbackC, load_only ? nullptr : kStoreCallbackC}};
         for (const auto& [load_name, store_name] : names) {
             t->runs.clear();
             try {
                 for (FftRunLayout& r : layout) {
-                    const std::vector<char>& ir = callback_ltoir(callback_source(r.callbacks), arch);
+                    const std::string src = load_only ? shifted_load_source(r.callbacks) : callback_source(r.callbacks);
+                    const std::vector<char>& ir = callback_ltoir(src, arch);
                     auto plan = std::make_unique<Plan>();
                     void* info = nullptr;
                     const std::string ctx = describe(shape, live, r);
                     LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), load_name, ir.data(), ir.size(),
                                                              CUFFT_CB_LD_COMPLEX, &info),
                                        ctx);
-                    LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), store_name, ir.data(), ir.size(),
-                                                             CUFFT_CB_ST_COMPLEX, &info),
-                                       ctx);
+                    if (store_name)
+                        LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), store_name, ir.data(), ir.size(),
+                                                                 CUFFT_CB_ST_COMPLEX, &info),
+                                           ctx);
                     size_t work = 0;
                     LARMOR_CUFFT_CHECK(make_plan(plan->get(), r, &work), ctx);
                     LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
                     t->runs.push_back({r, std::move(plan)});
                 }
-                t->centring = Centring::Callbacks;
+                t->centring = want;
+                t->needs_scratch = load_only && t->runs.size() > 1;
+                planned = true;
                 break;
             } catch (const std::exception& e) {
                 cudaGetLastError();
                 if (first_error.empty()) first_error = e.what();
             }
         }
-        if (t->centring != Centring::Callbacks) note_fallback(first_error);
+        if (!planned) note_fallback(first_error);
     }
-    if (t->centring != Centring::Callbacks) {
+    if (!planned) {
         // A failed callback plan falls back to the cheaper of the two plain-plan centrings.
         t->centring = (want == Centring::Kernels || odd) ? Centring::Kernels : Centring::Swap;
         t->runs.clear();
@@ -211,7 +221,8 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
     return ref;
 }
 
-void CufftPlanCache::execute(float2* data, const Shape& shape, AxisMask live, FFTDirection dir) {
+void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, AxisMask live, FFTDirection dir,
+                             const std::function<float2*()>& scratch) {
     std::lock_guard<std::mutex> lock(ctx_->library_mutex());
     // Iterative solvers repeat one transform: skip the map lookup then (host time per call matters
     // for transforms of ~10 us).
@@ -225,14 +236,45 @@ void CufftPlanCache::execute(float2* data, const Shape& shape, AxisMask live, FF
     Transform& t = *last_;
     const int cufft_dir = dir == FFTDirection::Forward ? CUFFT_FORWARD : CUFFT_INVERSE;
     const long long size = static_cast<long long>(shape.size());
-    if (t.centring == Centring::Kernels) launch_modulation(data, size, t.load, ctx_->stream());
-    for (auto& run : t.runs)
+    const cudaStream_t stream = ctx_->stream();
+    auto exec = [&](const Transform::Run& run, const float2* src, float2* dst) {
         for (long long e = 0; e < run.layout.execs; ++e) {
-            auto* p = reinterpret_cast<cufftComplex*>(data + e * run.layout.step);
-            LARMOR_CUFFT_CHECK(cufftExecC2C(run.plan->get(), p, p, cufft_dir), describe(shape, live, run.layout));
+            // cuFFT takes a non-const input; out of place it only reads it (C2C)
+            auto* i = reinterpret_cast<cufftComplex*>(const_cast<float2*>(src + e * run.layout.step));
+            auto* o = reinterpret_cast<cufftComplex*>(dst + e * run.layout.step);
+            LARMOR_CUFFT_CHECK(cufftExecC2C(run.plan->get(), i, o, cufft_dir), describe(shape, live, run.layout));
         }
-    if (t.centring == Centring::Kernels) launch_modulation(data, size, t.store, ctx_->stream());
-    if (t.centring == Centring::Swap) launch_half_swap(data, t.swap, ctx_->stream());
+    };
+    switch (t.centring) {
+        case Centring::Load: {
+            // Every run reads another buffer than it writes (its load reads shifted elements): the
+            // last run writes `out`, the ones before alternate so that no run writes its own input.
+            const size_t n = t.runs.size();
+            float2* spare = t.needs_scratch ? scratch() : nullptr;
+            const float2* src = in;
+            for (size_t i = 0; i < n; ++i) {
+                float2* dst = (n - 1 - i) % 2 == 0 ? out : spare;
+                exec(t.runs[i], src, dst);
+                src = dst;
+            }
+            break;
+        }
+        case Centring::Callbacks:
+        case Centring::Swap:
+            // The first run reads `in` and writes `out`; the others work in place on `out`
+            // (each element loaded and stored where cuFFT asks).
+            for (size_t i = 0; i < t.runs.size(); ++i) exec(t.runs[i], i == 0 ? in : out, out);
+            if (t.centring == Centring::Swap) launch_half_swap(out, t.swap, stream);
+            break;
+        case Centring::Kernels:
+            LARMOR_CUDA_CHECK(cudaMemcpyAsync(out, in, static_cast<size_t>(size) * sizeof(float2),
+                                              cudaMemcpyDeviceToDevice, stream),
+                              "fft input copy of " + shape.str());
+            launch_modulation(out, size, t.load, stream);
+            for (const auto& run : t.runs) exec(run, out, out);
+            launch_modulation(out, size, t.store, stream);
+            break;
+    }
 }
 
 }  // namespace larmor::cuda

@@ -1,19 +1,26 @@
 #pragma once
 // cuFFT plans of one CUDA backend, cached by (shape, axes) (and direction when an axis is odd, since
-// the odd-size modulation depends on it), bound to the session's stream, and the way each transform
-// is centred (core/cpu/centring.h), chosen per plan; LARMOR_CUDA_CENTRING overrides the default:
-//   callbacks (default) cuFFT LTO load/store callbacks (fft_callbacks.h: NVRTC -dlto, then
-//             cufftXtSetJITCallback): the modulation rides in cuFFT's own loads and stores, no extra
-//             pass. Measured on an H100 (bench/FLOORS-fft.md) it is still the fastest centring, though
-//             cuFFT's callback kernels run slower than its plain ones (1.3x-1.7x of a bare cuFFT).
-//   swap      bare cuFFT, then one in-place pass swapping each element with its partner k + N/2 and
-//             applying sign and scale (fftshift . F . ifftshift = P . F, P a signed half swap); even
-//             sizes only. The fallback when a plan refuses callbacks (cuFFT answers
-//             CUFFT_INTERNAL_ERROR for some layouts, e.g. interleaved batches or tiny 1D sizes).
-//   kernels   bare cuFFT between two modulation passes; the fallback for odd sizes.
+// the odd-size twiddles depend on it), bound to the session's stream, and the way each transform is
+// centred, chosen per plan. Every transform runs OUT OF PLACE: it reads `in`, leaves it unchanged,
+// and writes `out`. LARMOR_CUDA_CENTRING overrides the default:
+//   load (default) one cuFFT LTO LOAD callback (fft_callbacks.h, shifted_load_source) that reads x at
+//             the half-shifted index, times the sign / twiddle and the orthonormal scale: the centred
+//             transform is F(w), w[n] = L[n] x[(n + N/2) mod N], with no store callback and no extra
+//             pass, for even and odd sizes. Reading other elements than cuFFT asks for is why the
+//             transform is out of place. Several cuFFT runs (more than 3 or non-adjacent axes)
+//             ping-pong between `out` and a scratch buffer.
+//   callbacks cuFFT LTO load AND store callbacks applying the two diagonal modulations of
+//             core/cpu/centring.h (each element read and written where cuFFT asks). cuFFT's kernels
+//             run slower with a store callback (bench/FLOORS-fft.md).
+//   swap      bare cuFFT, then one in-place pass over `out` swapping each element with its partner
+//             k + N/2 and applying sign and scale (fftshift . F . ifftshift = P . F, P a signed half
+//             swap); even sizes only. The fallback for even sizes when a plan refuses callbacks (cuFFT
+//             answers CUFFT_INTERNAL_ERROR for some layouts, e.g. interleaved batches or tiny 1D sizes).
+//   kernels   copy to `out`, then bare cuFFT between two modulation passes; the fallback for odd sizes.
 // A fallback prints one warning per process.
 #include <cufft.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,7 +34,7 @@
 
 namespace larmor::cuda {
 
-enum class Centring { Callbacks, Swap, Kernels };
+enum class Centring { Load, Callbacks, Swap, Kernels };
 const char* centring_name(Centring c);
 
 class CufftPlanCache {
@@ -37,9 +44,13 @@ public:
     CufftPlanCache(const CufftPlanCache&) = delete;
     CufftPlanCache& operator=(const CufftPlanCache&) = delete;
 
-    // Centred orthonormal FFT of the device array `data` of `shape` over `live` (axes longer than 1),
-    // in place, queued on the context's stream.
-    void execute(float2* data, const Shape& shape, AxisMask live, FFTDirection dir);
+    // Centred orthonormal FFT of the device array `in` of `shape` over `live` (axes longer than 1)
+    // into `out` (same size, must not overlap `in`), queued on the context's stream; `in` is left
+    // unchanged. `scratch` is called at most once, for a third buffer of the same size, when the
+    // transform needs one (several cuFFT runs with the load callback); it must stay allocated until
+    // the queued work is done (stream-ordered memory of the context's stream is).
+    void execute(const float2* in, float2* out, const Shape& shape, AxisMask live, FFTDirection dir,
+                 const std::function<float2*()>& scratch);
 
 private:
     struct Transform;
@@ -54,7 +65,8 @@ private:
 };
 
 // Process-wide record for logs, tests and benchmarks: the centring of the most recently planned
-// transform, and whether a request for callbacks ever fell back (with the first reason).
+// transform, and whether a request for callbacks (load or callbacks) ever fell back (with the first
+// reason).
 Centring last_planned_centring();
 bool fft_callbacks_healthy();
 std::string fft_callbacks_failure();

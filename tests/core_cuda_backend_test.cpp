@@ -37,7 +37,7 @@ const FftCase kFftCases[] = {
     {{16, 12, 4}, 3u},    {{10, 9, 3}, 3u},    {{6, 10, 5}, 2u},     {{6, 5, 4}, 5u},       {{8, 6, 10}, 7u},
     {{5, 7, 9}, 7u},      {{6, 5, 4, 3}, 7u},  {{4, 6, 8, 3}, 6u},   {{3, 4, 5, 6}, 15u},   {{12, 1, 10, 2}, 5u},
     {{256, 256, 8}, 3u},  {{256, 256, 8}, 2u}, {{256, 256, 32}, 3u}, {{64, 64, 64}, 7u},    {{96, 80, 4, 3}, 7u},
-    {{31, 33, 3}, 3u},    {{128, 1, 1, 4}, 1u},
+    {{31, 33, 3}, 3u},    {{128, 1, 1, 4}, 1u}, {{3, 8, 20}, 2u},    {{2, 9, 30}, 2u},
 };
 
 CArray upload(Backend& gpu, const CArray& host) {
@@ -83,7 +83,7 @@ TEST(CoreCudaBackend, FftMatchesCpu) {
 
 TEST(CoreCudaBackend, FftEveryCentringMatchesCpu) {
     REQUIRE_CUDA();
-    for (const char* mode : {"callbacks", "swap", "kernels"}) {
+    for (const char* mode : {"load", "callbacks", "swap", "kernels"}) {
         CentringEnv env(mode);
         auto gpu = make_cuda_backend();
         SCOPED_TRACE(mode);
@@ -92,13 +92,96 @@ TEST(CoreCudaBackend, FftEveryCentringMatchesCpu) {
 #ifdef LARMOR_WITH_CUDA
     if (!cuda::fft_callbacks_healthy())
         std::cout << "[ info ] some plans could not take LTO callbacks: " << cuda::fft_callbacks_failure() << "\n";
-    // The benchmark transform must get its callbacks when asked for them.
-    CentringEnv env("callbacks");
-    auto gpu = make_cuda_backend();
-    CArray d = gpu->zeros({256, 256, 32});
-    gpu->fft(d, 3u, FFTDirection::Forward);
-    EXPECT_EQ(cuda::last_planned_centring(), cuda::Centring::Callbacks) << cuda::fft_callbacks_failure();
+    // The benchmark transforms must get their callbacks when asked for them (and by default).
+    for (const char* mode : {"", "load", "callbacks"}) {
+        CentringEnv env(mode);
+        auto gpu = make_cuda_backend();
+        for (const FftCase& c : {FftCase{{256, 256, 8}, 3u}, FftCase{{256, 256, 32}, 3u}, FftCase{{256, 256, 256}, 7u}}) {
+            CArray d = gpu->to_device(test::random_array(c.shape, 3));
+            gpu->fft(d, c.axes, FFTDirection::Forward);
+            EXPECT_EQ(cuda::last_planned_centring(),
+                      std::string(mode) == "callbacks" ? cuda::Centring::Callbacks : cuda::Centring::Load)
+                << "mode '" << mode << "' " << c.shape.str() << ": " << cuda::fft_callbacks_failure();
+        }
+    }
 #endif
+}
+
+// The default path transforms out of place: x is rebound to new storage, and every other handle to
+// the old storage (copies of the handle, reshaped views) still reads the input, bit for bit. 1D/2D/3D,
+// batched (leading, trailing, interleaved), even and odd, several cuFFT runs (scratch ping-pong),
+// both directions, against the CPU backend.
+TEST(CoreCudaBackend, FftIsOutOfPlaceAndLeavesTheInput) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    const FftCase cases[] = {
+        {{64}, 1u},           {{63}, 1u},            {{128, 1, 1, 4}, 1u}, {{32, 24}, 3u},     {{33, 25}, 3u},
+        {{48, 40, 6}, 3u},    {{45, 39, 5}, 3u},     {{40, 32, 6}, 2u},    {{41, 30, 5}, 2u},  {{24, 20, 5}, 5u},
+        {{20, 16, 12}, 7u},   {{21, 15, 11}, 7u},    {{20, 15, 8, 3}, 7u}, {{8, 6, 10, 4}, 6u}, {{6, 8, 10, 4}, 15u},
+        {{9, 7, 5, 3}, 15u},  {{10, 9, 8, 7}, 11u},  {{256, 256, 4}, 3u},  {{255, 129, 2}, 3u}, {{64, 64, 64}, 7u},
+        {{6, 3, 5, 2, 4}, 21u}, {{5, 4, 7, 2, 3}, 21u}, {{3, 8, 20}, 2u},  {{2, 9, 30}, 2u},    {{3, 16, 12, 9}, 6u},
+    };
+    unsigned seed = 500;
+    for (const FftCase& c : cases)
+        for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
+            const std::string what =
+                c.shape.str() + " axes " + std::to_string(c.axes) + (dir == FFTDirection::Forward ? " forward" : " inverse");
+            const CArray h = test::random_array(c.shape, seed++);
+            CArray x = upload(*gpu, h);
+            const CArray alias = x;                                   // another handle
+            const CArray flat = x.reshaped({x.size()});               // a view of the same storage
+            const cfloat* before = x.data();
+            gpu->fft(x, c.axes, dir);
+            EXPECT_NE(x.data(), before) << what << ": not rebound";
+            EXPECT_EQ(x.shape(), c.shape) << what;
+            EXPECT_EQ(test::relative_error(gpu->to_host(alias), h), 0.0) << what << ": input modified";
+            EXPECT_EQ(test::relative_error(gpu->to_host(flat).reshaped(c.shape), h), 0.0) << what << ": view modified";
+            CArray want = test::from_double(test::to_double(h), c.shape);
+            cpu->fft(want, c.axes, dir);
+            const CArray got = gpu->to_host(x);
+            EXPECT_LT(test::relative_error(got, want), 1e-5) << what;
+            // the same transform again from the untouched input gives the same bits
+            CArray again = alias;
+            gpu->fft(again, c.axes, dir);
+            EXPECT_EQ(test::relative_error(gpu->to_host(again), got), 0.0) << what << ": second call differs";
+#ifdef LARMOR_WITH_CUDA
+            if (cuda::last_planned_centring() != cuda::Centring::Load)
+                std::cout << "[ info ] " << what << " fell back to " << cuda::centring_name(cuda::last_planned_centring())
+                          << ": " << cuda::fft_callbacks_failure() << "\n";
+#endif
+        }
+    // Bench size, both directions, and a round trip back to the input.
+    const Shape big{256, 256, 256};
+    const CArray h = test::random_array(big, 77);
+    CArray x = gpu->to_device(h);
+    const CArray alias = x;
+    gpu->fft(x, 7u, FFTDirection::Forward);
+    CArray want = test::from_double(test::to_double(h), big);
+    cpu->fft(want, 7u, FFTDirection::Forward);
+    EXPECT_LT(test::relative_error(gpu->to_host(x), want), 1e-5) << big.str();
+    gpu->fft(x, 7u, FFTDirection::Inverse);
+    EXPECT_LT(test::relative_error(gpu->to_host(x), h), 1e-5) << big.str() << " round trip";
+    EXPECT_EQ(test::relative_error(gpu->to_host(alias), h), 0.0) << big.str() << ": input modified";
+}
+
+// Every centring leaves the input untouched (they all run out of place on CUDA; FFTOperator counts
+// on it), the fallbacks included.
+TEST(CoreCudaBackend, FftEveryCentringLeavesTheInput) {
+    REQUIRE_CUDA();
+    for (const char* mode : {"load", "callbacks", "swap", "kernels"}) {
+        CentringEnv env(mode);
+        auto gpu = make_cuda_backend();
+        for (const FftCase& c : {FftCase{{16}, 1u}, FftCase{{9, 5}, 3u}, FftCase{{6, 5, 4}, 5u}, FftCase{{64, 48, 4}, 3u},
+                                 FftCase{{3, 4, 5, 6}, 15u}}) {
+            const CArray h = test::random_array(c.shape, 8);
+            CArray x = gpu->to_device(h);
+            const CArray alias = x;
+            gpu->fft(x, c.axes, FFTDirection::Inverse);
+            EXPECT_NE(x.data(), alias.data()) << mode << " " << c.shape.str();
+            EXPECT_EQ(test::relative_error(gpu->to_host(alias), h), 0.0) << mode << " " << c.shape.str();
+        }
+    }
 }
 
 TEST(CoreCudaBackend, FftMatchesExactDft) {
@@ -116,7 +199,8 @@ TEST(CoreCudaBackend, FftMatchesExactDft) {
 TEST(CoreCudaBackend, FftOperatorAdjointAndOutOfPlace) {
     REQUIRE_CUDA();
     auto gpu = make_cuda_backend();
-    for (const FftCase& c : {FftCase{{64, 48, 4}, 3u}, FftCase{{9, 7, 5}, 5u}}) {
+    auto cpu = make_cpu_backend();
+    for (const FftCase& c : {FftCase{{64, 48, 4}, 3u}, FftCase{{9, 7, 5}, 5u}, FftCase{{6, 5, 4, 3}, 11u}}) {
         FFTOperator op(gpu, c.shape, c.axes);
         const CArray xh = test::random_array(c.shape, 1), yh = test::random_array(c.shape, 2);
         const CArray x = gpu->to_device(xh), y = gpu->to_device(yh);
@@ -126,10 +210,27 @@ TEST(CoreCudaBackend, FftOperatorAdjointAndOutOfPlace) {
         const cdouble lhs = test::inner(gpu->to_host(ax), yh), rhs = test::inner(xh, gpu->to_host(ahy));
         EXPECT_LT(std::abs(lhs - rhs), 1e-5 * std::abs(lhs)) << c.shape.str();
         EXPECT_EQ(test::relative_error(gpu->to_host(x), xh), 0.0) << "forward modified its input";
+        EXPECT_EQ(test::relative_error(gpu->to_host(y), yh), 0.0) << "adjoint modified its input";
+        EXPECT_NE(ax.data(), x.data());
+        CArray want = test::from_double(test::to_double(xh), c.shape);
+        cpu->fft(want, c.axes, FFTDirection::Forward);
+        EXPECT_LT(test::relative_error(gpu->to_host(ax), want), 1e-5) << c.shape.str();
         CArray inplace = gpu->to_device(xh);
         op.forward(inplace, inplace);
         EXPECT_EQ(test::relative_error(gpu->to_host(inplace), gpu->to_host(ax)), 0.0);
+        // adjoint undoes forward, out of place
+        CArray back = gpu->empty(c.shape);
+        op.adjoint(ax, back);
+        EXPECT_LT(test::relative_error(gpu->to_host(back), xh), 1e-5) << c.shape.str();
     }
+    // Nothing to transform (all axes of length 1): the output is a copy of the input.
+    FFTOperator trivial(gpu, {1, 1, 4}, 3u);
+    const CArray h = test::random_array({1, 1, 4}, 5);
+    const CArray x = gpu->to_device(h);
+    CArray y = gpu->empty({1, 1, 4});
+    trivial.forward(x, y);
+    EXPECT_NE(y.data(), x.data());
+    EXPECT_EQ(test::relative_error(gpu->to_host(y), h), 0.0);
 }
 
 TEST(CoreCudaBackend, TransfersAndAllocation) {

@@ -1,8 +1,9 @@
 // Host-only checks of the CUDA FFT decomposition (cuda/fft_layout.h) and callback generation
 // (cuda/fft_callbacks.h): runs without a GPU. Each cuFFT plan is emulated exactly as cuFFT's advanced
-// layout addresses memory, with the load/store modulation evaluated from the offsets the callbacks
-// receive, and the result compared with the exact centred DFT. NVRTC (a pure compiler) must accept
-// every generated callback.
+// layout addresses memory, with the callbacks' work evaluated from the offsets they receive (the
+// load/store modulation in place; the shifted load out of place, ping-ponging between buffers as
+// cuda/fft_plans.cpp does), and the result compared with the exact centred DFT. NVRTC (a pure
+// compiler) must accept every generated callback.
 #include <gtest/gtest.h>
 
 #ifdef LARMOR_WITH_CUDA
@@ -76,19 +77,64 @@ void emulate(std::vector<cdouble>& data, const cuda::FftRunLayout& r, FFTDirecti
     }
 }
 
+// The shifted load (fft_callbacks.h): where the callback asked for `offset` reads, and the factor it
+// applies, from the math (shift by c = n/2, load twiddle of centring.h, orthonormal scale).
+struct ShiftedLoad {
+    unsigned long long src;
+    cdouble factor;
+};
+ShiftedLoad shifted_load(const cuda::CallbackSpec& spec, unsigned long long offset) {
+    long long src = static_cast<long long>(offset);
+    cdouble f = spec.scale;
+    for (const auto& a : spec.axes) {
+        const unsigned long long m = (offset / a.stride) % a.n, c = a.n / 2;
+        const unsigned long long shifted = (m + c) % a.n;
+        src += (static_cast<long long>(shifted) - static_cast<long long>(m)) * static_cast<long long>(a.stride);
+        f *= detail::centring_twiddle(a.n, detail::centring_load_residue(a.n, m), spec.dir);
+    }
+    return {static_cast<unsigned long long>(src), f};
+}
+
+// One run out of place with the shifted load: reads `in`, writes `out` (every element of `out` that
+// the run covers).
+void emulate_shifted(const std::vector<cdouble>& in, std::vector<cdouble>& out, const cuda::FftRunLayout& r,
+                     FFTDirection dir) {
+    long long total = 1;
+    for (long long v : r.n) total *= v;
+    const int sign = dir == FFTDirection::Forward ? -1 : +1;
+    for (long long e = 0; e < r.execs; ++e) {
+        const long long base = e * r.step;
+        for (long long b = 0; b < r.batch; ++b) {
+            std::vector<cdouble> w(static_cast<size_t>(total));
+            for (long long l = 0; l < total; ++l) {
+                const unsigned long long off = static_cast<unsigned long long>(b * r.dist + l * r.stride);
+                const ShiftedLoad ld = shifted_load(r.callbacks, off);
+                w[static_cast<size_t>(l)] = in.at(static_cast<size_t>(base) + ld.src) * ld.factor;
+            }
+            const auto y = dft_rowmajor(w, r.n, sign);
+            for (long long l = 0; l < total; ++l) {
+                const unsigned long long off = static_cast<unsigned long long>(b * r.dist + l * r.stride);
+                out.at(static_cast<size_t>(base) + off) = y[static_cast<size_t>(l)];
+            }
+        }
+    }
+}
+
 struct Case {
     Shape shape;
     AxisMask axes;
 };
 
+const Case kLayoutCases[] = {
+    {{16}, 1u},         {{9}, 1u},            {{8, 6}, 3u},       {{8, 6, 3}, 2u},     {{4, 6, 5}, 2u},
+    {{3, 5, 8}, 2u},    {{6, 5, 4}, 5u},      {{5, 7, 9}, 7u},    {{4, 3, 5, 6}, 15u}, {{3, 4, 2, 5, 2}, 30u},
+    {{4, 4, 6, 3}, 6u}, {{2, 3, 4, 5, 3}, 23u}, {{6, 5, 4, 3}, 11u}, {{7, 2, 3, 2}, 13u},
+    {{4, 3, 5, 2, 6}, 21u}, {{3, 2, 5, 2, 4}, 21u},
+};
+
 TEST(CoreCudaLayout, EmulatedPlansGiveTheCentredTransform) {
-    const Case cases[] = {
-        {{16}, 1u},         {{9}, 1u},            {{8, 6}, 3u},       {{8, 6, 3}, 2u},     {{4, 6, 5}, 2u},
-        {{3, 5, 8}, 2u},    {{6, 5, 4}, 5u},      {{5, 7, 9}, 7u},    {{4, 3, 5, 6}, 15u}, {{3, 4, 2, 5, 2}, 30u},
-        {{4, 4, 6, 3}, 6u}, {{2, 3, 4, 5, 3}, 23u},
-    };
     unsigned seed = 5;
-    for (const Case& c : cases)
+    for (const Case& c : kLayoutCases)
         for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
             const auto x = test::to_double(test::random_array(c.shape, seed++));
             auto y = x;
@@ -99,6 +145,29 @@ TEST(CoreCudaLayout, EmulatedPlansGiveTheCentredTransform) {
             }
             EXPECT_LT(test::relative_error(y, test::reference_centred_dft(x, c.shape, c.axes, dir)), 1e-12)
                 << c.shape.str() << " axes " << c.axes << " runs " << runs.size();
+        }
+}
+
+TEST(CoreCudaLayout, EmulatedShiftedLoadPlansGiveTheCentredTransform) {
+    unsigned seed = 50;
+    for (const Case& c : kLayoutCases)
+        for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
+            const auto x = test::to_double(test::random_array(c.shape, seed++));
+            const auto runs = cuda::fft_layout(c.shape, c.axes, dir);
+            // as CufftPlanCache::execute: the last run writes `out`, earlier ones alternate with a
+            // scratch buffer; no run writes the buffer it reads. Unwritten elements stay NaN.
+            const cdouble nan(std::nan(""), std::nan(""));
+            std::vector<cdouble> out(x.size(), nan), spare(x.size(), nan);
+            const std::vector<cdouble>* src = &x;
+            for (size_t i = 0; i < runs.size(); ++i) {
+                std::vector<cdouble>* dst = (runs.size() - 1 - i) % 2 == 0 ? &out : &spare;
+                ASSERT_NE(static_cast<const void*>(dst), static_cast<const void*>(src));
+                emulate_shifted(*src, *dst, runs[i], dir);
+                src = dst;
+            }
+            EXPECT_LT(test::relative_error(out, test::reference_centred_dft(x, c.shape, c.axes, dir)), 1e-12)
+                << c.shape.str() << " axes " << c.axes << " runs " << runs.size()
+                << (dir == FFTDirection::Forward ? " forward" : " inverse");
         }
 }
 
@@ -119,13 +188,19 @@ TEST(CoreCudaLayout, PicksTheSmallerLoopForInterleavedBatches) {
 }
 
 TEST(CoreCudaLayout, GeneratedCallbacksCompileWithNvrtc) {
-    const Case cases[] = {{{256, 256, 32}, 3u}, {{5, 7, 9}, 7u}, {{4, 6, 8, 3}, 6u}, {{12, 10, 2}, 1u}};
+    const Case cases[] = {{{256, 256, 32}, 3u}, {{5, 7, 9}, 7u}, {{4, 6, 8, 3}, 6u}, {{12, 10, 2}, 1u},
+                          {{256, 256, 256}, 7u}, {{6, 5, 4}, 5u}};
     for (const Case& c : cases)
         for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse})
             for (const auto& r : cuda::fft_layout(c.shape, c.axes, dir)) {
                 const std::string src = cuda::callback_source(r.callbacks);
                 EXPECT_NE(src.find(cuda::kLoadCallback), std::string::npos);
                 EXPECT_FALSE(cuda::callback_ltoir(src, 90).empty()) << src;
+                const std::string shifted = cuda::shifted_load_source(r.callbacks);
+                EXPECT_NE(shifted.find(cuda::kShiftedLoadCallback), std::string::npos);
+                EXPECT_NE(shifted.find(cuda::kShiftedLoadCallbackC), std::string::npos);
+                EXPECT_EQ(shifted.find("store"), std::string::npos) << shifted;
+                EXPECT_FALSE(cuda::callback_ltoir(shifted, 90).empty()) << shifted;
             }
 }
 
