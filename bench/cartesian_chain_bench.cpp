@@ -17,6 +17,7 @@
 
 #include <ismrmrd/xml.h>
 
+#include "bench/frame_source.h"
 #include "core/backend.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
@@ -25,43 +26,9 @@ namespace {
 
 using namespace larmor;
 
-constexpr int kRO = 512, kLines = 256, kCoils = 32;
-
-std::string header_xml() {
-    return R"(<?xml version="1.0"?>
-<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
- <acquisitionSystemInformation><receiverChannels>32</receiverChannels><relativeReceiverNoiseBandwidth>0.793</relativeReceiverNoiseBandwidth></acquisitionSystemInformation>
- <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
- <encoding>
-  <encodedSpace><matrixSize><x>512</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>600</x><y>300</y><z>5</z></fieldOfView_mm></encodedSpace>
-  <reconSpace><matrixSize><x>256</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>300</x><y>300</y><z>5</z></fieldOfView_mm></reconSpace>
-  <encodingLimits>
-   <kspace_encoding_step_1><minimum>0</minimum><maximum>255</maximum><center>128</center></kspace_encoding_step_1>
-   <repetition><minimum>0</minimum><maximum>100000</maximum><center>0</center></repetition>
-  </encodingLimits>
-  <trajectory>cartesian</trajectory>
- </encoding>
-</ismrmrdHeader>)";
-}
-
-Acquisition make_readout(uint32_t seed, bool noise) {
-    Acquisition a;
-    a.head.version = 1;
-    a.head.number_of_samples = kRO;
-    a.head.active_channels = a.head.available_channels = kCoils;
-    a.head.center_sample = kRO / 2;
-    a.head.sample_time_us = 2.5f;
-    a.head.read_dir[0] = a.head.phase_dir[1] = a.head.slice_dir[2] = 1.f;
-    if (noise) a.head.flags |= uint64_t{1} << (19 - 1);
-    a.data.resize(size_t{kRO} * kCoils);
-    for (auto& v : a.data) {
-        seed = seed * 1664525u + 1013904223u;
-        float re = float(seed >> 9) * 1.2e-7f - 0.5f;
-        seed = seed * 1664525u + 1013904223u;
-        v = cfloat(re, float(seed >> 9) * 1.2e-7f - 0.5f);
-    }
-    return a;
-}
+using bench::kCoils;
+using bench::kLines;
+using bench::kReadout;
 
 // Runs gadgets synchronously: each emit calls the next gadget's process() on the same thread.
 class Pipeline {
@@ -71,7 +38,7 @@ public:
         for (const auto& g : chain.gadget()) gadgets_.push_back(make_gadget(g));
         for (size_t i = 0; i < gadgets_.size(); ++i) emitters_.push_back(std::make_unique<Link>(*this, i));
         SessionContext ctx;
-        ctx.header_xml = header_xml();
+        ctx.header_xml = bench::frame_header_xml();
         ISMRMRD::deserialize(ctx.header_xml.c_str(), ctx.header);
         ctx.backend = std::move(backend);
         ctx.session_id = "bench";
@@ -107,17 +74,15 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
         return;
     }
     std::vector<Acquisition> frame;
-    for (int y = 0; y < kLines; ++y) frame.push_back(make_readout(uint32_t(7 + y), false));
+    for (int y = 0; y < kLines; ++y) frame.push_back(bench::frame_readout(0, y));
     try {
         Pipeline p(chain, backend_for(gpu));
-        for (int n = 0; n < 8; ++n) p.feed(make_readout(uint32_t(1000 + n), true));  // noise scans
+        for (int n = 0; n < 8; ++n) p.feed(bench::frame_readout(0, n, true));  // noise scans
         uint16_t rep = 0;
         auto feed_line = [&](int y) {
             Acquisition a = frame[size_t(y)];
-            a.head.idx.kspace_encode_step_1 = uint16_t(y);
             a.head.idx.repetition = rep;
             a.head.scan_counter = uint32_t(rep) * kLines + uint32_t(y);
-            if (y == kLines - 1) a.head.flags |= (uint64_t{1} << (8 - 1)) | (uint64_t{1} << (14 - 1));
             p.feed(std::move(a));
         };
         auto run_frame = [&](bool timed_part_only, benchmark::State* st) {
@@ -130,7 +95,7 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
         for (int w = 0; w < 3; ++w) run_frame(false, nullptr);  // plans, pools, first touch
         const size_t before = p.images();
         for (auto _ : state) run_frame(latency_only, &state);
-        if (p.images() - before != state.iterations())
+        if (p.images() - before != size_t(state.iterations()))
             throw std::runtime_error("expected one image per frame, got " + std::to_string(p.images() - before));
     } catch (const std::exception& e) {
         state.SkipWithError(e.what());
@@ -138,7 +103,7 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
     }
     // Minimum device traffic of the chain's device stages (whitening GEMM read+write, RO FFT pair
     // read+write twice, crop, 2D FFT read+write, combine read, image write), for the bound column.
-    const double frame_bytes = double(kRO) * kLines * kCoils * 8;  // oversampled raw frame
+    const double frame_bytes = double(kReadout) * kLines * kCoils * 8;  // oversampled raw frame
     const double bytes = 2 * frame_bytes                            // whitening
                          + 4 * frame_bytes                          // RO FFT forward + inverse (in place)
                          + frame_bytes + frame_bytes / 2            // crop to half the readout

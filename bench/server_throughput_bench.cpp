@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/frame_source.h"
 #include "server/wire.h"
 
 #ifndef LARMOR_BINARY_DIR
@@ -28,53 +29,12 @@
 
 namespace {
 
-using larmor::cfloat;
-
-constexpr int kSamples = 512;   // 256 readout points, 2x oversampled
-constexpr int kLines = 256;     // one 256x256 frame
-constexpr int kCoils = 32;
-
-std::string header_xml() {
-    return R"(<?xml version="1.0"?>
-<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
- <acquisitionSystemInformation><receiverChannels>32</receiverChannels></acquisitionSystemInformation>
- <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
- <encoding>
-  <encodedSpace><matrixSize><x>512</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>600</x><y>300</y><z>5</z></fieldOfView_mm></encodedSpace>
-  <reconSpace><matrixSize><x>256</x><y>256</y><z>1</z></matrixSize><fieldOfView_mm><x>300</x><y>300</y><z>5</z></fieldOfView_mm></reconSpace>
-  <encodingLimits>
-   <kspace_encoding_step_1><minimum>0</minimum><maximum>255</maximum><center>128</center></kspace_encoding_step_1>
-   <repetition><minimum>0</minimum><maximum>1000</maximum><center>0</center></repetition>
-  </encodingLimits>
-  <trajectory>cartesian</trajectory>
- </encoding>
-</ismrmrdHeader>)";
-}
-
-// The encoded acquisitions of `frames` 256x256x32-coil frames (one repetition each).
+// The encoded acquisitions of `frames` frames.
 std::vector<uint8_t> encode_frames(int frames) {
     std::vector<uint8_t> out;
-    larmor::Acquisition acq;
-    acq.head.version = 1;
-    acq.head.number_of_samples = kSamples;
-    acq.head.active_channels = acq.head.available_channels = kCoils;
-    acq.head.center_sample = kSamples / 2;
-    acq.head.sample_time_us = 2.5f;
-    acq.head.read_dir[0] = acq.head.phase_dir[1] = acq.head.slice_dir[2] = 1.f;
-    acq.data.resize(size_t{kSamples} * kCoils);
-    uint32_t seed = 1;
-    for (auto& v : acq.data) {
-        seed = seed * 1664525u + 1013904223u;
-        v = cfloat(float(seed >> 8) * 1e-7f, float(seed & 0xffff) * 1e-5f);
-    }
     for (int f = 0; f < frames; ++f)
-        for (int y = 0; y < kLines; ++y) {
-            acq.head.scan_counter = uint32_t(f * kLines + y);
-            acq.head.idx.kspace_encode_step_1 = uint16_t(y);
-            acq.head.idx.repetition = uint16_t(f);
-            acq.head.flags = 0;
-            if (y == kLines - 1) acq.head.flags |= (uint64_t{1} << (8 - 1)) | (uint64_t{1} << (14 - 1));  // last in slice, repetition
-            std::vector<uint8_t> bytes = larmor::wire::encode(larmor::wire::WireMessage(acq));
+        for (int y = 0; y < larmor::bench::kLines; ++y) {
+            std::vector<uint8_t> bytes = larmor::wire::encode(larmor::wire::WireMessage(larmor::bench::frame_readout(f, y)));
             out.insert(out.end(), bytes.begin(), bytes.end());
         }
     return out;
@@ -204,7 +164,7 @@ void run_session(const std::string& chain, const std::vector<uint8_t>& stream, i
     using namespace larmor::wire;
     int fd = connect_loopback(server().port());
     std::vector<uint8_t> head = encode(WireMessage(ConfigFile{chain}));
-    std::vector<uint8_t> hdr = encode(WireMessage(ParameterScript{header_xml()}));
+    std::vector<uint8_t> hdr = encode(WireMessage(ParameterScript{larmor::bench::frame_header_xml()}));
     head.insert(head.end(), hdr.begin(), hdr.end());
     std::thread reader([&] {
         struct FdReader : ByteReader {
