@@ -21,7 +21,7 @@ def load(paths):
         for b in d.get("benchmarks", []):
             if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
                 continue
-            if b.get("error_occurred"):
+            if b.get("error_occurred") or b.get("skipped"):
                 rows.append((b.get("run_name", b["name"]), None, b.get("error_message", "error"), b))
                 continue
             rows.append((b.get("run_name", b["name"]), b, None, b))

@@ -1,0 +1,129 @@
+// larmor-server: the command line, logging set-up and signal-safe process exit around Server.
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "core/backend.h"
+#include "gadgets/chain_config.h"
+#include "server/backend_select.h"
+#include "server/queries.h"
+#include "server/server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// <prefix>/share/larmor/config for an installed binary (<prefix>/bin/larmor-server), found from the
+// executable's own path so an installation can be moved; ./config otherwise (running from a checkout).
+std::string default_config_dir() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const fs::path installed = exe.parent_path().parent_path() / "share" / "larmor" / "config";
+        if (fs::is_directory(installed, ec)) return installed.string();
+    }
+    return "config";
+}
+
+void setup_logging(const std::string& level) {
+    auto logger = spdlog::stderr_color_mt("larmor-server");
+    // %n is the logger name: "larmor-server" for the server, "<session id> <peer>" for sessions.
+    logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] [%n] %v");
+    logger->set_level(spdlog::level::from_str(level));
+    logger->flush_on(spdlog::level::warn);
+    spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using larmor::server::ServerOptions;
+    ServerOptions options;
+    options.config_dir = default_config_dir();
+    std::string log_level = "info";
+    std::string backend = "auto";
+    int read_timeout = 60, write_timeout = 60, grace = 30;
+
+    CLI::App app{larmor::server::version_string() + ": streaming MRI reconstruction server"};
+    app.add_option("--address", options.address, "Address to listen on")->capture_default_str();
+    app.add_option("--port", options.port, "TCP port; 0 = any free port (printed as 'listening on ADDR:PORT')")
+        ->capture_default_str();
+    app.add_option("--config-dir", options.config_dir, "Directory of the chains CONFIG_FILE names")
+        ->capture_default_str();
+    app.add_option("--log-level", log_level, "Log level")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+        ->capture_default_str();
+    app.add_option("--read-timeout", read_timeout, "Seconds without data from a client before its session ends")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
+    app.add_option("--write-timeout", write_timeout, "Seconds a client may stop reading before its session ends")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
+    app.add_option("--max-sessions", options.max_sessions, "Concurrent sessions; more connections are turned away")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    app.add_option("--backend", backend, "Compute backend: auto (CUDA when usable), cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+        ->capture_default_str();
+    app.add_option("--queue-depth", options.queue_depth, "Messages queued in front of each gadget")
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str();
+    app.add_option("--shutdown-grace", grace, "Seconds running sessions get to finish after SIGINT/SIGTERM")
+        ->check(CLI::Range(0, 86400))
+        ->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+
+    // Absolute, so logs and the info query say which directory no matter where it was started.
+    options.config_dir = fs::absolute(options.config_dir).lexically_normal().string();
+    options.read_timeout = std::chrono::seconds(read_timeout);
+    options.write_timeout = std::chrono::seconds(write_timeout);
+    options.shutdown_grace = std::chrono::seconds(grace);
+    options.backend = larmor::server::parse_backend_policy(backend);
+    setup_logging(log_level);
+    std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on write, not a process kill
+
+    if (options.backend == larmor::server::BackendPolicy::Cuda && !larmor::cuda_available()) {
+        spdlog::error("--backend cuda: no usable CUDA device{}",
+#ifdef LARMOR_WITH_CUDA
+                      ""
+#else
+                      " (this build has no CUDA support)"
+#endif
+        );
+        return 1;
+    }
+    std::error_code ec;
+    if (!fs::is_directory(options.config_dir, ec))
+        spdlog::warn("config directory '{}' does not exist: CONFIG_FILE sessions will fail", options.config_dir);
+
+    try {
+        larmor::server::Server server(options);
+        const auto endpoint = server.listen();
+        std::string chains;
+        try {
+            for (const auto& c : larmor::list_chains(options.config_dir)) chains += (chains.empty() ? "" : ", ") + c;
+        } catch (const std::exception&) {
+        }
+        spdlog::info("{}; config dir '{}' (chains: {}); backend {}; max {} sessions; read timeout {} s",
+                     larmor::server::version_string(), options.config_dir, chains.empty() ? "none" : chains, backend,
+                     options.max_sessions, read_timeout);
+        // Tests and scripts read this line to learn the port (--port 0).
+        std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
+        if (!server.run()) {
+            // A session thread is stuck (e.g. in a gadget): exit without running static destructors
+            // under its feet. The shutdown was still orderly for everyone else.
+            spdlog::shutdown();
+            std::_Exit(0);
+        }
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+    spdlog::info("bye");
+    return 0;
+}

@@ -1,0 +1,204 @@
+#include "server/server.h"
+
+#include <csignal>
+#include <sstream>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "server/rejection.h"
+
+namespace larmor::server {
+namespace {
+
+constexpr auto kShutdownPoll = std::chrono::milliseconds(100);
+// After the grace period sessions are told to stop; this is how long they get to do so.
+constexpr auto kAbortTime = std::chrono::seconds(10);
+constexpr auto kRejectionLinger = std::chrono::seconds(5);
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+
+}  // namespace
+
+Server::Server(ServerOptions options)
+    : env_(std::make_shared<SessionEnvironment>()),
+      ioc_(1),
+      acceptor_(ioc_),
+      signals_(ioc_, SIGINT, SIGTERM),
+      shutdown_timer_(ioc_),
+      accept_retry_timer_(ioc_) {
+    env_->options = std::move(options);
+}
+
+Server::~Server() {
+    // run() normally joined everything; this covers an exception escaping run().
+    for (auto& r : sessions_) {
+        r.session->request_stop();
+        if (r.thread.joinable()) r.thread.join();
+    }
+}
+
+boost::asio::ip::tcp::endpoint Server::listen() {
+    const ServerOptions& o = env_->options;
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(o.address, ec);
+    if (ec) throw std::runtime_error("invalid --address '" + o.address + "': " + ec.message());
+    const boost::asio::ip::tcp::endpoint endpoint(address, o.port);
+    const std::string where = o.address + ":" + std::to_string(o.port);
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+    return acceptor_.local_endpoint();
+}
+
+bool Server::run() {
+    wait_for_signal();
+    accept_next();
+    ioc_.run();
+    reap();
+    if (!sessions_.empty()) {
+        spdlog::error("{} session(s) did not stop; leaving them behind", sessions_.size());
+        for (auto& r : sessions_) r.thread.detach();
+        sessions_.clear();
+        return false;
+    }
+    spdlog::info("stopped: {} sessions served, {} turned away", env_->stats.sessions_total.load(),
+                 env_->stats.sessions_rejected.load());
+    return !stuck_;
+}
+
+void Server::accept_next() {
+    // Each connection is accepted straight onto the io_context its session will run alone.
+    next_session_ioc_ = std::make_unique<boost::asio::io_context>(1);
+    acceptor_.async_accept(*next_session_ioc_, [this](const boost::system::error_code& ec,
+                                                      boost::asio::ip::tcp::socket socket) {
+        on_accept(ec, std::move(socket));
+    });
+}
+
+void Server::on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
+    if (shutting_down_ || ec == boost::asio::error::operation_aborted) return;
+    reap();
+    if (ec) {
+        // EMFILE and friends: keep serving the sessions we have and try again shortly, without
+        // spinning on an error that persists until some session ends.
+        spdlog::warn("accept failed: {}; retrying in {} ms", ec.message(), kAcceptRetry.count());
+        accept_retry_timer_.expires_after(kAcceptRetry);
+        accept_retry_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
+            if (!wait_ec && !shutting_down_) accept_next();
+        });
+        return;
+    }
+    if (env_->stats.sessions_active >= env_->options.max_sessions) {
+        reject(std::move(socket));
+    } else {
+        start_session(std::move(socket));
+    }
+    accept_next();
+}
+
+void Server::start_session(boost::asio::ip::tcp::socket socket) {
+    boost::system::error_code ignored;
+    socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);  // whole messages, written at once
+    const std::string id = "s" + std::to_string(next_session_number_++);
+    try {
+        auto session = std::make_shared<Session>(id, std::move(next_session_ioc_), std::move(socket), env_);
+        ++env_->stats.sessions_active;  // Session::run() decrements it
+        ++env_->stats.sessions_total;
+        try {
+            std::thread thread([this, session] {
+                session->run();
+                boost::asio::post(ioc_, [this] { reap(); });
+            });
+            sessions_.push_back(Running{std::move(session), std::move(thread)});
+        } catch (...) {
+            --env_->stats.sessions_active;
+            throw;
+        }
+    } catch (const std::exception& e) {
+        spdlog::error("cannot start session {}: {}", id, e.what());
+    }
+}
+
+void Server::reject(boost::asio::ip::tcp::socket socket) {
+    ++env_->stats.sessions_rejected;
+    boost::system::error_code ec;
+    const auto peer = socket.remote_endpoint(ec);
+    const size_t max = env_->options.max_sessions;
+    std::ostringstream who;
+    if (!ec) who << peer;
+    spdlog::warn("turning away {}: {} sessions active (--max-sessions {})", ec ? std::string("a client") : who.str(),
+                 env_->stats.sessions_active.load(), max);
+    if (rejections_in_flight_ >= max + 16) return;  // a flood: just close (socket goes out of scope)
+    // Move the socket onto the main io_context, where the rejection runs without a thread.
+    const auto protocol = socket.local_endpoint(ec).protocol();
+    if (ec) return;
+    boost::asio::ip::tcp::socket moved(ioc_, protocol, socket.release());
+    ++rejections_in_flight_;
+    reject_connection(ioc_, std::move(moved),
+                      "[Server] ERROR: larmor-server is at its session limit (--max-sessions " + std::to_string(max) +
+                          "); try again later",
+                      kRejectionLinger, [this] { --rejections_in_flight_; });
+}
+
+void Server::reap() {
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+        if (it->session->finished()) {
+            it->thread.join();
+            it = sessions_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void Server::wait_for_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int signal_number) {
+        if (ec) return;
+        wait_for_signal();  // first: begin_shutdown may cancel it when nothing is left to wait for
+        begin_shutdown(signal_number);
+    });
+}
+
+void Server::begin_shutdown(int signal_number) {
+    if (shutting_down_) {
+        // A second signal: do not wait out the grace period.
+        spdlog::warn("signal {} again: ending {} session(s) now", signal_number, sessions_.size());
+        grace_deadline_ = std::chrono::steady_clock::now();
+        return;
+    }
+    shutting_down_ = true;
+    reap();
+    spdlog::info("signal {}: no new connections; waiting up to {} s for {} session(s)", signal_number,
+                 env_->options.shutdown_grace.count(), sessions_.size());
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    grace_deadline_ = std::chrono::steady_clock::now() + env_->options.shutdown_grace;
+    shutdown_tick();
+}
+
+void Server::shutdown_tick() {
+    reap();
+    const auto now = std::chrono::steady_clock::now();
+    if (sessions_.empty()) {
+        signals_.cancel();  // nothing left to wait for: ioc_.run() returns once rejections end
+        return;
+    }
+    if (!sessions_told_to_stop_ && now >= grace_deadline_) {
+        spdlog::warn("grace period over: ending {} session(s)", sessions_.size());
+        for (auto& r : sessions_) r.session->request_stop();
+        sessions_told_to_stop_ = true;
+        abort_deadline_ = now + kAbortTime;
+    } else if (sessions_told_to_stop_ && now >= abort_deadline_) {
+        stuck_ = true;
+        ioc_.stop();
+        return;
+    }
+    shutdown_timer_.expires_after(kShutdownPoll);
+    shutdown_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) shutdown_tick();
+    });
+}
+
+}  // namespace larmor::server

@@ -1,0 +1,71 @@
+#pragma once
+// The listening side of larmor-server: accepts connections on a main io_context, gives each its
+// own Session on its own thread, turns away connections over --max-sessions, and shuts down in
+// order on SIGINT/SIGTERM (stop accepting, let sessions finish for a bounded time, then end them).
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "server/server_options.h"
+#include "server/session.h"
+
+namespace larmor::server {
+
+class Server {
+public:
+    explicit Server(ServerOptions options);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Binds and listens; returns the bound endpoint (the real port when options.port is 0).
+    // Throws std::runtime_error naming the address and port when that fails.
+    boost::asio::ip::tcp::endpoint listen();
+
+    // Serves until SIGINT/SIGTERM, then shuts down. Returns false when some session did not stop
+    // within the grace period plus the abort period (its thread is then detached).
+    bool run();
+
+    const ServerOptions& options() const { return env_->options; }
+
+private:
+    struct Running {
+        std::shared_ptr<Session> session;
+        std::thread thread;
+    };
+
+    void accept_next();
+    void on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
+    void start_session(boost::asio::ip::tcp::socket socket);
+    void reject(boost::asio::ip::tcp::socket socket);
+    void reap();  // joins the threads of finished sessions
+    void wait_for_signal();
+    void begin_shutdown(int signal_number);
+    void shutdown_tick();
+
+    std::shared_ptr<SessionEnvironment> env_;
+    // Before ioc_: handlers destroyed with ioc_ (a pending rejection) may still decrement it.
+    size_t rejections_in_flight_ = 0;
+    boost::asio::io_context ioc_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::signal_set signals_;
+    boost::asio::steady_timer shutdown_timer_;
+    boost::asio::steady_timer accept_retry_timer_;  // pause after a failed accept (EMFILE)
+    std::unique_ptr<boost::asio::io_context> next_session_ioc_;  // the next accepted socket's home
+
+    std::list<Running> sessions_;
+    uint64_t next_session_number_ = 1;
+
+    bool shutting_down_ = false;
+    bool sessions_told_to_stop_ = false;
+    bool stuck_ = false;
+    std::chrono::steady_clock::time_point grace_deadline_, abort_deadline_;
+};
+
+}  // namespace larmor::server

@@ -1,0 +1,31 @@
+#pragma once
+// Everything larmor-server can be told on its command line, as plain data: main.cpp fills it,
+// the server, sessions and queries read it. Defaults here are the documented CLI defaults.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "server/wire.h"
+
+namespace larmor::server {
+
+// Which compute backend a session may use. The chain's own `backend` field can narrow it.
+enum class BackendPolicy { Auto, Cpu, Cuda };
+
+struct ServerOptions {
+    std::string address = "0.0.0.0";
+    uint16_t port = 9002;  // 0 = ephemeral (the bound port is printed)
+    std::string config_dir;
+    std::chrono::seconds read_timeout{60};   // no byte from the client for this long ends the session
+    std::chrono::seconds write_timeout{60};  // client not reading for this long ends the session
+    std::chrono::seconds shutdown_grace{30}; // SIGINT/SIGTERM: how long running sessions may finish
+    size_t max_sessions = 64;
+    size_t queue_depth = 64;                 // capacity of each gadget's input queue
+    BackendPolicy backend = BackendPolicy::Auto;
+    wire::Limits limits;
+};
+
+const char* to_string(BackendPolicy p);
+
+}  // namespace larmor::server

@@ -1,0 +1,368 @@
+#include "server/session.h"
+
+#include <chrono>
+#include <sstream>
+#include <type_traits>
+
+#include <spdlog/spdlog.h>
+
+#include "gadgets/chain_config.h"
+#include "server/backend_select.h"
+#include "server/excerpt.h"
+#include "server/header_parse.h"
+#include "server/queries.h"
+
+namespace larmor::server {
+namespace {
+
+// After the final CLOSE the client normally closes at once; a client that does not gets this long
+// before the server closes anyway (see SocketReader::discard_until_eof).
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr size_t kLingerBytes = 64u << 20;
+
+std::string endpoint_text(const boost::asio::ip::tcp::socket& s) {
+    boost::system::error_code ec;
+    const auto ep = s.remote_endpoint(ec);
+    if (ec) return "unknown-peer";
+    std::ostringstream out;
+    out << ep;  // "1.2.3.4:5" or "[::1]:5"
+    return out.str();
+}
+
+std::string error_text(const std::string& where, const std::string& what) { return "[" + where + "] ERROR: " + what; }
+
+// Wire name of a decoded message ("ACQUISITION(1008)"), from the variant alternative.
+std::string message_name(const wire::WireMessage& m) {
+    static constexpr uint16_t kIds[] = {wire::kConfigFile, wire::kConfigScript,    wire::kParameterScript,
+                                        wire::kClose,      wire::kText,            wire::kQuery,
+                                        wire::kResponse,   wire::kAcquisition,     wire::kWaveform,
+                                        wire::kImage,      wire::kDependencyQuery, wire::kDicomWithName};
+    static_assert(std::size(kIds) == std::variant_size_v<wire::WireMessage>, "one id per WireMessage alternative");
+    return wire::id_name(kIds[m.index()]);
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+    return out;
+}
+
+// "a, b, c" of the chains in `dir`, or why they cannot be listed (never throws: used in error texts).
+std::string available_chains(const std::string& dir) {
+    try {
+        const auto chains = list_chains(dir);
+        return chains.empty() ? "none" : join(chains, ", ");
+    } catch (const std::exception& e) {
+        return std::string("unknown: ") + e.what();
+    }
+}
+
+// A CONFIG_SCRIPT that Gadgetron's client sends to ask for a stored noise dependency.
+bool is_noise_dependency_query(const std::string& script) {
+    return script.find("NoiseSummaryGadget") != std::string::npos;
+}
+
+}  // namespace
+
+Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, boost::asio::ip::tcp::socket socket,
+                 std::shared_ptr<SessionEnvironment> env)
+    : id_(std::move(id)),
+      peer_(endpoint_text(socket)),
+      env_(std::move(env)),
+      log_(spdlog::default_logger()->clone(id_ + " " + peer_)),
+      ioc_(std::move(ioc)),
+      socket_(std::move(socket)),
+      writer_(socket_.native_handle(), env_->options.write_timeout),
+      reader_(*ioc_, socket_, env_->options.read_timeout) {}
+
+Session::~Session() = default;
+
+void Session::run() noexcept {
+    const auto t0 = std::chrono::steady_clock::now();
+    log_->info("connected");
+    try {
+        serve();
+    } catch (const std::exception& e) {
+        // serve() handles every expected failure itself; this is a bug, but it must not take the
+        // server down: tell the client if still possible and close.
+        log_->error("internal error: {}", e.what());
+        try {
+            abort_session("Server", std::string("internal error: ") + e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+        log_->error("internal error: unknown exception");
+    }
+    chain_.reset();
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    writer_.close();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log_->info("session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
+               "{} errors{}",
+               secs, chain_name_.empty() ? "none" : chain_name_, acquisitions_, waveforms_, images_sent_.load(),
+               texts_sent_.load(), errors_.size(),
+               discarded_ ? ", " + std::to_string(discarded_) + " messages discarded after the error" : std::string());
+    release_slot();
+    finished_ = true;
+}
+
+void Session::request_stop() noexcept {
+    stop_requested_ = true;
+    writer_.shutdown_receive();  // the blocked read sees EOF and serve() ends the session
+}
+
+void Session::serve() {
+    for (;;) {
+        if (writer_.failed()) {
+            abort_session("Socket", writer_.error());
+            return;
+        }
+        const uint64_t start = reader_.bytes_read();
+        wire::WireMessage msg;
+        try {
+            msg = wire::read_message(reader_, env_->options.limits);
+        } catch (const std::exception& e) {
+            env_->stats.bytes_received += reader_.bytes_read() - start;
+            const uint64_t into = reader_.bytes_read() - start;
+            if (stop_requested_) {
+                abort_session("Server", "larmor-server is shutting down; the session ended before the client's CLOSE");
+            } else if (dynamic_cast<const wire::EndOfStream*>(&e)) {
+                abort_session("Protocol", std::string("the client closed the connection without CLOSE (") + e.what() + ")");
+            } else if (dynamic_cast<const ReadTimeout*>(&e)) {
+                abort_session("Protocol", std::string(e.what()) +
+                                              (into ? " (" + std::to_string(into) + " bytes into a message)"
+                                                    : std::string(" (between messages)")));
+            } else if (dynamic_cast<const wire::ProtocolError*>(&e)) {
+                abort_session("Protocol", e.what());
+            } else {
+                abort_session("Socket", e.what());
+            }
+            return;
+        }
+        env_->stats.bytes_received += reader_.bytes_read() - start;
+        log_->trace("received {} ({} bytes)", message_name(msg), reader_.bytes_read() - start);
+        if (!dispatch(msg)) return;
+    }
+}
+
+bool Session::dispatch(wire::WireMessage& msg) {
+    // Queries and CLOSE are valid in every state, including after an error.
+    if (auto* q = std::get_if<wire::Query>(&msg)) {
+        on_query(*q);
+        return true;
+    }
+    if (std::holds_alternative<wire::Close>(msg)) {
+        on_close();
+        return false;
+    }
+    if (std::holds_alternative<Acquisition>(msg)) {
+        ++acquisitions_;
+        ++env_->stats.acquisitions;
+    } else if (std::holds_alternative<Waveform>(msg)) {
+        ++waveforms_;
+        ++env_->stats.waveforms;
+    }
+    if (state_ == State::Discarding) {
+        ++discarded_;
+        return true;
+    }
+    if (auto* c = std::get_if<wire::ConfigFile>(&msg)) {
+        on_config("CONFIG_FILE(1)", c->name, true);
+    } else if (auto* s = std::get_if<wire::ConfigScript>(&msg)) {
+        on_config("CONFIG_SCRIPT(2)", s->text, false);
+    } else if (auto* h = std::get_if<wire::ParameterScript>(&msg)) {
+        on_header(h->xml);
+    } else if (auto* a = std::get_if<Acquisition>(&msg)) {
+        on_data(Message(std::move(*a)), "ACQUISITION(1008)");
+    } else if (auto* w = std::get_if<Waveform>(&msg)) {
+        on_data(Message(std::move(*w)), "WAVEFORM(1026)");
+    } else if (auto* i = std::get_if<Image>(&msg)) {
+        on_data(Message(std::move(*i)), "IMAGE(1022)");  // image-domain chains take images as input
+    } else {
+        on_unexpected(message_name(msg));
+    }
+    return true;
+}
+
+void Session::on_query(const wire::Query& q) {
+    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats});
+    log_->debug("query '{}' (correlation id {})", excerpt(q.key), q.correlation_id);
+    send(wire::Response{q.correlation_id, answer});
+}
+
+void Session::on_config(const std::string& what, const std::string& text, bool is_file) {
+    if (state_ != State::AwaitConfig) {
+        fail("Session", "second chain config " + what + " after chain '" + chain_name_ +
+                            "': send exactly one CONFIG_FILE(1) or CONFIG_SCRIPT(2)");
+        return;
+    }
+    try {
+        config::Chain chain = is_file ? load_chain_file(env_->options.config_dir, text)
+                                      : parse_chain(text, "CONFIG_SCRIPT");
+        chain_name_ = is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name());
+        const BackendPolicy policy = env_->options.backend;
+        const bool may_use_cuda = policy != BackendPolicy::Cpu && chain.backend() != config::BACKEND_CPU;
+        use_cuda_ = choose_cuda(policy, chain.backend(), chain_name_, may_use_cuda && cuda_available());
+        chain_ = std::make_unique<ChainRunner>(chain, env_->options.queue_depth);
+        log_->info("chain '{}' from {}: {} on {}", chain_name_, what, join(chain_->gadget_names(), " -> "),
+                   use_cuda_ ? "cuda" : "cpu");
+        state_ = State::AwaitHeader;
+    } catch (const ConfigError& e) {
+        if (!is_file && is_noise_dependency_query(text)) {
+            // Gadgetron's client asks for a stored noise dependency this way. Larmor keeps none: the
+            // noise scan travels in the measurement itself. Answered at CLOSE, never an error.
+            dependency_query_ = true;
+            chain_name_ = "NoiseSummaryGadget (dependency query)";
+            log_->info("noise dependency query");
+            state_ = State::AwaitHeader;
+            return;
+        }
+        fail("Config", e.what());
+    } catch (const BackendError& e) {
+        fail("Backend", e.what());
+    } catch (const std::exception& e) {
+        fail("Config", std::string("cannot build chain from ") + what + ": " + e.what());
+    }
+}
+
+void Session::on_header(const std::string& xml) {
+    if (state_ == State::AwaitConfig) {
+        fail("Session", "PARAMETER_SCRIPT(3) (the ISMRMRD header) arrived before a chain config: send "
+                        "CONFIG_FILE(1) or CONFIG_SCRIPT(2) first");
+        return;
+    }
+    if (state_ == State::Streaming) {
+        fail("Session", "second PARAMETER_SCRIPT(3): the session already has its ISMRMRD header");
+        return;
+    }
+    if (dependency_query_) {
+        fail("Session", "the NoiseSummaryGadget dependency query cannot reconstruct data; send a reconstruction "
+                        "chain (available: " + available_chains(env_->options.config_dir) + ")");
+        return;
+    }
+    try {
+        ISMRMRD::IsmrmrdHeader header = parse_ismrmrd_header(xml);
+        std::shared_ptr<Backend> backend = make_session_backend(use_cuda_);
+        log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}", header.encoding.size(), xml.size(),
+                   backend->describe());
+        chain_->start(SessionContext{std::move(header), xml, std::move(backend), id_},
+                      [this](Message m) { deliver(std::move(m)); });
+        state_ = State::Streaming;
+    } catch (const HeaderError& e) {
+        fail("Header", e.what());
+    } catch (const BackendError& e) {
+        fail("Backend", e.what());
+    } catch (const std::exception& e) {
+        fail("Session", std::string("cannot start chain '") + chain_name_ + "': " + e.what());
+    }
+}
+
+void Session::on_data(Message msg, const char* kind) {
+    if (state_ != State::Streaming) {
+        fail("Session", std::string(kind) + " arrived before the ISMRMRD header: send " +
+                            (state_ == State::AwaitConfig ? "CONFIG_FILE(1) or CONFIG_SCRIPT(2), then " : "") +
+                            "PARAMETER_SCRIPT(3) first");
+        return;
+    }
+    if (chain_->failed()) {  // the chain drops it anyway; skip the queue hop
+        ++discarded_;
+        return;
+    }
+    try {
+        chain_->push(std::move(msg));  // blocks while the chain is busy: backpressure to the socket
+    } catch (const std::exception& e) {
+        fail("Session", std::string("cannot pass ") + kind + " to chain '" + chain_name_ + "': " + e.what());
+    }
+}
+
+void Session::on_unexpected(const std::string& kind) {
+    fail("Protocol", kind + " is a server-to-client message; a client must not send it");
+}
+
+void Session::on_close() {
+    std::vector<std::string> notes;
+    if (state_ == State::Streaming) {
+        log_->debug("CLOSE: draining the chain");
+        chain_->close_and_wait();
+    } else if (state_ == State::AwaitHeader) {
+        notes.push_back(dependency_query_
+                            ? "[Session] dependency query answered: Larmor stores no noise dependencies; send the "
+                              "noise scan with the measurement"
+                            : "[Session] chain '" + chain_name_ +
+                                  "' loaded, but no ISMRMRD header (PARAMETER_SCRIPT) arrived: nothing to reconstruct");
+    }
+    // Discarding: the chain (if it was running) is aborted in reply_and_close; no partial result.
+    reply_and_close(notes);
+}
+
+void Session::fail(const std::string& where, const std::string& what) {
+    errors_.push_back(error_text(where, what));
+    log_->warn("{}; discarding input until the client's CLOSE", errors_.back());
+    state_ = State::Discarding;
+    output_enabled_ = false;
+}
+
+void Session::abort_session(const std::string& where, const std::string& what) {
+    errors_.push_back(error_text(where, what));
+    log_->warn("{}; ending the session now", errors_.back());
+    state_ = State::Discarding;
+    output_enabled_ = false;
+    reply_and_close({});
+}
+
+void Session::reply_and_close(const std::vector<std::string>& notes) {
+    std::vector<std::string> texts = errors_;
+    if (chain_) {
+        for (auto& e : chain_->errors()) texts.push_back(std::move(e));
+    }
+    for (const auto& t : texts) {
+        ++env_->stats.errors;
+        send(Text{t});
+    }
+    for (const auto& n : notes) send(Text{n});
+    send(wire::Close{});
+    writer_.seal();  // a late image of an aborted chain can never follow CLOSE
+    if (writer_.failed()) log_->warn("reply not delivered: {}", writer_.error());
+    chain_.reset();  // aborts the chain if it still runs, joins its threads
+    // The work is done: give the --max-sessions slot back before the FIN, so a client that saw the
+    // connection end also sees the session gone, and the linger below keeps no new client out.
+    release_slot();
+    writer_.shutdown_send();
+    reader_.discard_until_eof(kLingerTime, kLingerBytes);
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    writer_.close();
+}
+
+void Session::release_slot() {
+    if (slot_released_) return;
+    slot_released_ = true;
+    --env_->stats.sessions_active;
+}
+
+void Session::deliver(Message msg) {
+    if (!output_enabled_) {
+        ++dropped_outputs_;
+        return;
+    }
+    if (auto* image = std::get_if<Image>(&msg)) {
+        if (send(std::move(*image))) {
+            ++images_sent_;
+            ++env_->stats.images_sent;
+        }
+    } else if (auto* text = std::get_if<Text>(&msg)) {
+        if (send(std::move(*text))) ++texts_sent_;
+    } else {
+        const uint64_t n = ++dropped_outputs_;
+        log_->debug("dropped a {} at the end of the chain ({} so far): only images and text go to the client",
+                    message_kind(msg), n);
+    }
+}
+
+bool Session::send(const wire::WireMessage& msg) {
+    // encode() throws on a malformed image; from deliver() that fails the gadget that produced it.
+    return writer_.send(wire::encode(msg));
+}
+
+}  // namespace larmor::server

@@ -1,0 +1,113 @@
+#pragma once
+// One client connection, from accept to close, on its own thread: reads messages, runs the state
+// machine of protocol.md (config -> header -> data -> CLOSE, queries at any time), feeds the chain
+// and writes its images back. A session never affects another one: everything it owns is here.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "gadgets/chain.h"
+#include "server/server_options.h"
+#include "server/socket_io.h"
+#include "server/stats.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace larmor::server {
+
+// What every session shares with the server. Held by shared_ptr so a session that outlives an
+// orderly shutdown never points at freed memory.
+struct SessionEnvironment {
+    ServerOptions options;
+    ServerStats stats;
+};
+
+class Session {
+public:
+    // `socket` is the accepted connection, created on `ioc`: the session's private io_context,
+    // which only ever runs on the session's own thread.
+    Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, boost::asio::ip::tcp::socket socket,
+            std::shared_ptr<SessionEnvironment> env);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Runs the whole session on the calling thread; returns once the connection is closed.
+    void run() noexcept;
+
+    // From any thread (server shutdown): the session stops reading, tells its client why and ends.
+    void request_stop() noexcept;
+
+    bool finished() const { return finished_; }
+    const std::string& id() const { return id_; }
+
+private:
+    enum class State {
+        AwaitConfig,  // nothing yet: CONFIG_FILE or CONFIG_SCRIPT expected
+        AwaitHeader,  // chain loaded: PARAMETER_SCRIPT expected (or CLOSE: dependency query)
+        Streaming,    // chain running: acquisitions, waveforms, images
+        Discarding,   // a framed error happened: read and drop everything until CLOSE
+    };
+
+    void serve();  // the message loop; returns when the session is over
+    // Handles one message; returns false when the session is over (CLOSE).
+    bool dispatch(wire::WireMessage& msg);
+
+    void on_query(const wire::Query& q);
+    void on_config(const std::string& what, const std::string& text, bool is_file);
+    void on_header(const std::string& xml);
+    void on_data(Message msg, const char* kind);
+    void on_unexpected(const std::string& kind);
+    void on_close();
+
+    // Records a framed error: logged, reported at the end, the rest of the input is discarded.
+    void fail(const std::string& where, const std::string& what);
+    // The stream lost its framing (or the peer is gone): reply at once and end the session.
+    void abort_session(const std::string& where, const std::string& what);
+
+    // Sends every error, `notes`, then CLOSE; nothing can follow. Then closes the connection.
+    void reply_and_close(const std::vector<std::string>& notes);
+
+    // Gives the session's place under --max-sessions back (once; the server took it at accept).
+    void release_slot();
+
+    // Called by the chain's last gadget thread with each output message.
+    void deliver(Message msg);
+    bool send(const wire::WireMessage& msg);
+
+    const std::string id_;
+    const std::string peer_;
+    std::shared_ptr<SessionEnvironment> env_;
+    std::shared_ptr<spdlog::logger> log_;
+
+    std::unique_ptr<boost::asio::io_context> ioc_;
+    boost::asio::ip::tcp::socket socket_;
+    SocketWriter writer_;  // declared before chain_: the chain's sink writes through it
+    SocketReader reader_;
+
+    State state_ = State::AwaitConfig;
+    std::string chain_name_;
+    bool dependency_query_ = false;  // Gadgetron's NoiseSummaryGadget pre-query
+    bool use_cuda_ = false;
+    std::atomic<bool> output_enabled_{true};  // off after a session error: no partial results
+
+    std::vector<std::string> errors_;  // "[where] ERROR: what", in order
+    std::atomic<bool> stop_requested_{false};
+    std::atomic<bool> finished_{false};
+    bool slot_released_ = false;
+
+    uint64_t acquisitions_ = 0, waveforms_ = 0, discarded_ = 0;
+    std::atomic<uint64_t> images_sent_{0}, texts_sent_{0}, dropped_outputs_{0};
+
+    // Last, so it is destroyed first: its gadget threads call deliver(), which uses the members above.
+    std::unique_ptr<ChainRunner> chain_;
+};
+
+}  // namespace larmor::server

@@ -1,0 +1,202 @@
+#include "server/socket_io.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace larmor::server {
+namespace {
+
+// Below a typical acquisition payload (14 coils x 384 samples = 43 KiB, 32 x 512 = 128 KiB), so
+// payloads of that size mostly bypass the buffer and land in place; headers and small messages are
+// served from it. A buffer larger than the payloads would add one memcpy of every payload.
+constexpr size_t kReadBufferBytes = 64 * 1024;
+
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+    return std::to_string(ms) + " ms";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// SocketReader
+
+SocketReader::SocketReader(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket& socket,
+                           std::chrono::steady_clock::duration timeout)
+    : ioc_(ioc), socket_(socket), timer_(ioc), timeout_(timeout), buffer_(kReadBufferBytes) {
+    socket_.non_blocking(true);  // read_some's fast path; waits go through the io_context
+}
+
+size_t SocketReader::read_some(void* dst, size_t n, std::chrono::steady_clock::duration timeout) {
+    // Fast path: the socket is non-blocking, so data already queued in the kernel costs one recv()
+    // and no timer. Only when nothing is there do we wait, and then the wait races a timer on the
+    // private io_context: whichever finishes first cancels the other, and run() returns once both
+    // handlers ran. This is what makes the timeout real: a blocking read could wait forever on a
+    // client that stopped mid-message.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        boost::system::error_code ec;
+        const size_t got = socket_.read_some(boost::asio::buffer(dst, n), ec);
+        if (!ec) return got;
+        if (ec == boost::asio::error::eof) return 0;
+        if (ec != boost::asio::error::would_block && ec != boost::asio::error::try_again)
+            throw SocketError("socket read failed: " + ec.message());
+
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero())
+            throw ReadTimeout("read timeout after " + seconds_text(timeout) + " without data from the client");
+        std::optional<boost::system::error_code> ready;
+        bool expired = false;
+        ioc_.restart();
+        timer_.expires_after(left);
+        timer_.async_wait([&](const boost::system::error_code& tec) {
+            if (tec) return;  // cancelled: the socket became readable first
+            expired = true;
+            boost::system::error_code ignored;
+            socket_.cancel(ignored);
+        });
+        socket_.async_wait(boost::asio::ip::tcp::socket::wait_read, [&](const boost::system::error_code& wec) {
+            ready = wec;
+            timer_.cancel();
+        });
+        ioc_.run();
+        if (ready && !*ready) continue;  // readable (data, EOF or an error): the next read_some says which
+        if (expired)
+            throw ReadTimeout("read timeout after " + seconds_text(timeout) + " without data from the client");
+        throw SocketError("waiting for the socket failed: " + (ready ? ready->message() : std::string("no result")));
+    }
+}
+
+void SocketReader::read_exact(void* dst, size_t n) {
+    auto* out = static_cast<uint8_t*>(dst);
+    while (n > 0) {
+        if (begin_ < end_) {
+            const size_t k = std::min(n, end_ - begin_);
+            std::memcpy(out, buffer_.data() + begin_, k);
+            begin_ += k;
+            bytes_read_ += k;
+            out += k;
+            n -= k;
+            continue;
+        }
+        size_t got;
+        if (n >= buffer_.size()) {
+            got = read_some(out, n, timeout_);  // large payloads go straight to their destination
+            bytes_read_ += got;
+            out += got;
+            n -= got;
+        } else {
+            got = read_some(buffer_.data(), buffer_.size(), timeout_);
+            begin_ = 0;
+            end_ = got;
+        }
+        if (got == 0)
+            throw wire::EndOfStream("connection closed by the client after " + std::to_string(bytes_read_) + " bytes");
+    }
+}
+
+void SocketReader::discard_until_eof(std::chrono::steady_clock::duration max_wait, size_t max_bytes) noexcept {
+    const auto deadline = std::chrono::steady_clock::now() + max_wait;
+    size_t dropped = 0;
+    try {
+        for (;;) {
+            const auto left = deadline - std::chrono::steady_clock::now();
+            if (left <= std::chrono::steady_clock::duration::zero() || dropped >= max_bytes) return;
+            const size_t got = read_some(buffer_.data(), buffer_.size(), left);
+            if (got == 0) return;
+            dropped += got;
+        }
+    } catch (...) {
+        // Timeout or reset: either way the client has had its chance to read the reply.
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// SocketWriter
+
+SocketWriter::SocketWriter(int socket_fd, std::chrono::steady_clock::duration timeout) : timeout_(timeout) {
+    fd_ = ::fcntl(socket_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd_ < 0) throw SocketError(std::string("dup of the session socket failed: ") + std::strerror(errno));
+    // O_NONBLOCK belongs to the shared file description and asio sets it for its own reads anyway;
+    // set it here so that write_all always waits through poll() with a deadline.
+    const int flags = ::fcntl(fd_, F_GETFL, 0);
+    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+}
+
+SocketWriter::~SocketWriter() { close(); }
+
+void SocketWriter::write_all(const uint8_t* p, size_t n) {
+    auto deadline = std::chrono::steady_clock::now() + timeout_;
+    while (n > 0) {
+        const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= static_cast<size_t>(k);
+            bytes_written_ += static_cast<uint64_t>(k);
+            deadline = std::chrono::steady_clock::now() + timeout_;  // the deadline is per progress
+            continue;
+        }
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0)
+                throw SocketError("write timeout after " + seconds_text(timeout_) + ": the client is not reading");
+            pollfd pfd{fd_, POLLOUT, 0};
+            const int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+            if (r < 0 && errno != EINTR) throw SocketError(std::string("poll on the socket failed: ") + std::strerror(errno));
+            continue;
+        }
+        throw SocketError(std::string("socket write failed: ") + (k == 0 ? "no progress" : std::strerror(errno)));
+    }
+}
+
+bool SocketWriter::send(const std::vector<uint8_t>& bytes) {
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    if (sealed_ || failed_ || fd_ < 0) return false;
+    try {
+        write_all(bytes.data(), bytes.size());
+        return true;
+    } catch (const std::exception& e) {
+        error_ = e.what();
+        failed_ = true;
+        return false;
+    }
+}
+
+void SocketWriter::seal() {
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    sealed_ = true;
+}
+
+void SocketWriter::shutdown_send() noexcept {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
+void SocketWriter::shutdown_receive() noexcept {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RD);
+}
+
+void SocketWriter::close() noexcept {
+    std::lock_guard<std::mutex> wlock(write_mutex_);
+    std::lock_guard<std::mutex> flock(fd_mutex_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    sealed_ = true;
+}
+
+std::string SocketWriter::error() const {
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    return error_;
+}
+
+}  // namespace larmor::server

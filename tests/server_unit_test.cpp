@@ -1,0 +1,98 @@
+// The server's pure parts without a socket: backend choice, query answers, header parsing, quoting.
+#include <gtest/gtest.h>
+
+#include "chain.pb.h"
+#include "server/backend_select.h"
+#include "server/excerpt.h"
+#include "server/header_parse.h"
+#include "server/queries.h"
+
+namespace larmor::server {
+namespace {
+
+TEST(ServerBackendChoice, EitherSayingCpuMeansCpu) {
+    EXPECT_FALSE(choose_cuda(BackendPolicy::Cpu, config::BACKEND_CUDA, "c", true));
+    EXPECT_FALSE(choose_cuda(BackendPolicy::Cuda, config::BACKEND_CPU, "c", true));
+    EXPECT_FALSE(choose_cuda(BackendPolicy::Auto, config::BACKEND_CPU, "c", true));
+}
+
+TEST(ServerBackendChoice, AutoFollowsTheDevice) {
+    EXPECT_TRUE(choose_cuda(BackendPolicy::Auto, config::BACKEND_AUTO, "c", true));
+    EXPECT_FALSE(choose_cuda(BackendPolicy::Auto, config::BACKEND_AUTO, "c", false));
+    EXPECT_TRUE(choose_cuda(BackendPolicy::Auto, config::BACKEND_CUDA, "c", true));
+    EXPECT_TRUE(choose_cuda(BackendPolicy::Cuda, config::BACKEND_AUTO, "c", true));
+}
+
+TEST(ServerBackendChoice, CudaWithoutDeviceNamesTheChain) {
+    try {
+        choose_cuda(BackendPolicy::Auto, config::BACKEND_CUDA, "gpu_chain", false);
+        FAIL() << "expected BackendError";
+    } catch (const BackendError& e) {
+        EXPECT_NE(std::string(e.what()).find("gpu_chain"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(choose_cuda(BackendPolicy::Cuda, config::BACKEND_AUTO, "c", false), BackendError);
+}
+
+TEST(ServerBackendChoice, PolicyParsingNamesBadValues) {
+    EXPECT_EQ(parse_backend_policy("cuda"), BackendPolicy::Cuda);
+    try {
+        parse_backend_policy("gpu");
+        FAIL();
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("'gpu'"), std::string::npos);
+    }
+}
+
+TEST(ServerQueryAnswers, KnownAndUnknownKeys) {
+    ServerOptions options;
+    options.config_dir = "/nonexistent/larmor-config";
+    ServerStats stats;
+    const QueryContext ctx{options, stats};
+    EXPECT_EQ(answer_query("gadgetron::version", ctx), version_string());
+    EXPECT_EQ(answer_query(" gadgetron::version" + std::string(1, '\0'), ctx), version_string());
+    EXPECT_NE(answer_query("gadgetron::info", ctx).find("/nonexistent/larmor-config"), std::string::npos);
+    EXPECT_NE(answer_query("larmor::status", ctx).find("\"sessions_active\": 0"), std::string::npos);
+    const std::string unknown = answer_query("foo::bar", ctx);
+    EXPECT_NE(unknown.find("unknown query key 'foo::bar'"), std::string::npos) << unknown;
+    for (const auto& k : known_query_keys()) EXPECT_NE(unknown.find(k), std::string::npos) << k;
+}
+
+TEST(ServerHeaderParse, MalformedXmlNamesTheProblemAndPlace) {
+    try {
+        parse_ismrmrd_header("<ismrmrdHeader><encoding>oops");
+        FAIL();
+    } catch (const HeaderError& e) {
+        EXPECT_NE(std::string(e.what()).find("not well-formed"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("at byte"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(parse_ismrmrd_header("   "), HeaderError);
+    try {
+        parse_ismrmrd_header("<foo/>");
+        FAIL();
+    } catch (const HeaderError& e) {
+        EXPECT_NE(std::string(e.what()).find("'foo'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(ServerHeaderParse, AcceptsATrailingNul) {
+    const std::string xml =
+        "<ismrmrdHeader><experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz>"
+        "</experimentalConditions><encoding><encodedSpace><matrixSize><x>8</x><y>8</y><z>1</z></matrixSize>"
+        "<fieldOfView_mm><x>1</x><y>1</y><z>1</z></fieldOfView_mm></encodedSpace><reconSpace><matrixSize><x>8</x>"
+        "<y>8</y><z>1</z></matrixSize><fieldOfView_mm><x>1</x><y>1</y><z>1</z></fieldOfView_mm></reconSpace>"
+        "<encodingLimits></encodingLimits><trajectory>cartesian</trajectory></encoding></ismrmrdHeader>";
+    EXPECT_EQ(parse_ismrmrd_header(xml).encoding.size(), 1u);
+    EXPECT_EQ(parse_ismrmrd_header(xml + std::string(1, '\0')).encoding.size(), 1u);
+}
+
+TEST(ServerExcerpt, BoundsAndEscapes) {
+    EXPECT_EQ(excerpt("a\nb"), "a\\x0ab");
+    const std::string long_text(1000, 'x');
+    const std::string e = excerpt(long_text, 10);
+    EXPECT_EQ(e.substr(0, 10), std::string(10, 'x'));
+    EXPECT_NE(e.find("1000 bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace larmor::server

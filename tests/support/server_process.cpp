@@ -1,0 +1,291 @@
+#include "tests/support/server_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace larmor::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// A fresh file under /tmp for a child's output; returns its path and an fd open for writing.
+std::pair<std::string, int> temp_file(const char* stem) {
+    std::string path = std::string("/tmp/") + stem + "-XXXXXX.log";
+    std::vector<char> buf(path.begin(), path.end());
+    buf.push_back('\0');
+    const int fd = ::mkstemps(buf.data(), 4);
+    if (fd < 0) throw std::runtime_error(errno_text("mkstemps"));
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return {std::string(buf.data()), fd};
+}
+
+// posix_spawn of argv with stdout to `out_fd` and stderr to `err_fd`.
+pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    return pid;
+}
+
+// Waits for `pid` until `deadline`; returns the exit code (128+signal when killed) or -1 on timeout.
+int wait_until(pid_t pid, Clock::time_point deadline) {
+    for (;;) {
+        int status = 0;
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (r < 0 && errno != EINTR) return -2;  // not our child any more
+        if (Clock::now() >= deadline) return -1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+class FdReader final : public wire::ByteReader {
+public:
+    explicit FdReader(int fd) : fd_(fd) {}
+    void read_exact(void* dst, size_t n) override {
+        auto* p = static_cast<uint8_t*>(dst);
+        while (n > 0) {
+            const ssize_t k = ::recv(fd_, p, n, 0);
+            if (k > 0) {
+                p += k;
+                n -= static_cast<size_t>(k);
+            } else if (k == 0) {
+                throw wire::EndOfStream("server closed the connection");
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw std::runtime_error("test client: receive timed out");
+            } else if (errno != EINTR) {
+                throw std::runtime_error(errno_text("test client: recv"));
+            }
+        }
+    }
+
+private:
+    int fd_;
+};
+
+}  // namespace
+
+std::string server_binary() { return std::string(LARMOR_BINARY_DIR) + "/server/larmor-server"; }
+std::string client_binary() { return std::string(LARMOR_BINARY_DIR) + "/tools/larmor-client"; }
+std::string source_config_dir() { return std::string(LARMOR_SOURCE_DIR) + "/config"; }
+
+// ---------------------------------------------------------------------------------------------------
+// ServerProcess
+
+ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
+    std::vector<std::string> argv = {server_binary(), "--address", "127.0.0.1", "--port", "0", "--config-dir",
+                                     source_config_dir()};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error(errno_text("pipe2"));
+    auto [log_path, log_fd] = temp_file("larmor-server");
+    log_path_ = log_path;
+    try {
+        pid_ = spawn(argv, pipefd[1], log_fd);
+    } catch (...) {
+        ::close(pipefd[0]);
+        ::close(pipefd[1]);
+        ::close(log_fd);
+        throw;
+    }
+    ::close(pipefd[1]);
+    ::close(log_fd);
+    stdout_fd_ = pipefd[0];
+
+    // Read stdout until "listening on ADDR:PORT\n".
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    std::string out;
+    for (;;) {
+        const size_t nl = out.find('\n');
+        const size_t at = out.find("listening on ");
+        if (at != std::string::npos && nl != std::string::npos && nl > at) {
+            const std::string line = out.substr(at, nl - at);
+            port_ = static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+            return;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        pollfd pfd{stdout_fd_, POLLIN, 0};
+        if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) == 0) break;
+        char buf[256];
+        const ssize_t k = ::read(stdout_fd_, buf, sizeof buf);
+        if (k <= 0) break;  // the server exited
+        out.append(buf, static_cast<size_t>(k));
+    }
+    const std::string reason = "larmor-server did not report its port; stdout: '" + out + "'; log:\n" + log();
+    stop(SIGKILL, std::chrono::seconds(10));
+    throw std::runtime_error(reason);
+}
+
+ServerProcess::~ServerProcess() {
+    if (pid_ > 0) stop(SIGTERM, std::chrono::seconds(30));
+    if (::testing::Test::HasFailure()) std::cerr << "---- larmor-server log (" << log_path_ << ") ----\n" << log();
+    else ::unlink(log_path_.c_str());
+    if (stdout_fd_ >= 0) ::close(stdout_fd_);
+}
+
+bool ServerProcess::running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        pid_ = -1;
+        return false;
+    }
+    return true;
+}
+
+std::string ServerProcess::log() const { return read_file(log_path_); }
+
+int ServerProcess::stop(int signal, std::chrono::seconds timeout) {
+    if (!running()) return exit_code_;
+    ::kill(pid_, signal);
+    int code = wait_until(pid_, Clock::now() + timeout);
+    if (code == -1) {
+        ::kill(pid_, SIGKILL);
+        wait_until(pid_, Clock::now() + std::chrono::seconds(30));
+    }
+    pid_ = -1;
+    exit_code_ = code;
+    return code;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// run_process
+
+ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+    auto [path, fd] = temp_file("larmor-test-process");
+    ProcessResult result;
+    pid_t pid;
+    try {
+        pid = spawn(argv, fd, fd);
+    } catch (...) {
+        ::close(fd);
+        ::unlink(path.c_str());
+        throw;
+    }
+    ::close(fd);
+    result.exit_code = wait_until(pid, Clock::now() + timeout);
+    if (result.exit_code == -1) {
+        result.timed_out = true;
+        ::kill(pid, SIGKILL);
+        wait_until(pid, Clock::now() + std::chrono::seconds(30));
+    }
+    result.output = read_file(path);
+    ::unlink(path.c_str());
+    return result;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// WireConnection
+
+WireConnection::WireConnection(uint16_t port, std::chrono::seconds io_timeout) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) throw std::runtime_error(errno_text("socket"));
+    timeval tv{static_cast<time_t>(io_timeout.count()), 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const std::string err = errno_text(("connect to 127.0.0.1:" + std::to_string(port)).c_str());
+        ::close(fd_);
+        throw std::runtime_error(err);
+    }
+}
+
+WireConnection::~WireConnection() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void WireConnection::send(const wire::WireMessage& msg) { send_bytes(wire::encode(msg)); }
+
+void WireConnection::send_bytes(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    while (n > 0) {
+        const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= static_cast<size_t>(k);
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            throw std::runtime_error("test client: send timed out (the server stopped reading)");
+        } else if (k < 0 && errno != EINTR) {
+            throw std::runtime_error(errno_text("test client: send"));
+        }
+    }
+}
+
+void WireConnection::shutdown_send() { ::shutdown(fd_, SHUT_WR); }
+
+wire::WireMessage WireConnection::receive(const wire::Limits& limits) {
+    FdReader reader(fd_);
+    return wire::read_message(reader, limits);
+}
+
+std::vector<wire::WireMessage> WireConnection::receive_until_close() {
+    std::vector<wire::WireMessage> out;
+    for (;;) {
+        out.push_back(receive());
+        if (std::holds_alternative<wire::Close>(out.back())) return out;
+    }
+}
+
+bool WireConnection::closed_by_peer(std::chrono::seconds timeout) {
+    pollfd pfd{fd_, POLLIN, 0};
+    const int r = ::poll(&pfd, 1, static_cast<int>(timeout.count() * 1000));
+    if (r <= 0) return false;
+    char c;
+    const ssize_t k = ::recv(fd_, &c, 1, MSG_DONTWAIT);
+    return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages) {
+    std::vector<std::string> out;
+    for (const auto& m : messages)
+        if (const auto* t = std::get_if<Text>(&m)) out.push_back(t->text);
+    return out;
+}
+
+}  // namespace larmor::test

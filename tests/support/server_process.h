@@ -1,0 +1,86 @@
+#pragma once
+// Driving larmor-server from tests as the real thing: the binary as a subprocess on an ephemeral
+// port (ServerProcess), other tools as bounded subprocesses (run_process), and a raw protocol
+// connection (WireConnection) for the byte-level cases no well-behaved client would produce.
+// Every wait here has a deadline, so a broken server fails a test instead of hanging CI.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/wire.h"
+
+namespace larmor::test {
+
+std::string server_binary();  // LARMOR_BINARY_DIR/server/larmor-server
+std::string client_binary();  // LARMOR_BINARY_DIR/tools/larmor-client
+std::string source_config_dir();  // LARMOR_SOURCE_DIR/config
+
+class ServerProcess {
+public:
+    // Starts larmor-server --address 127.0.0.1 --port 0 --config-dir <source>/config <extra_args>
+    // and waits (up to 30 s) for its "listening on ADDR:PORT" line. Throws with the server's log
+    // when it does not come up.
+    explicit ServerProcess(const std::vector<std::string>& extra_args = {});
+    // Stops the server (SIGTERM, then SIGKILL after 30 s); prints its log when the test failed.
+    ~ServerProcess();
+    ServerProcess(const ServerProcess&) = delete;
+    ServerProcess& operator=(const ServerProcess&) = delete;
+
+    uint16_t port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    bool running();
+    std::string log() const;  // everything the server wrote to stderr so far
+
+    // Sends `signal` and waits up to `timeout` for the exit. Returns the exit code, 128+signal when
+    // killed by a signal, or -1 when it had to be SIGKILLed after the timeout.
+    int stop(int signal, std::chrono::seconds timeout);
+
+private:
+    pid_t pid_ = -1;
+    int stdout_fd_ = -1;
+    int exit_code_ = -1;
+    uint16_t port_ = 0;
+    std::string log_path_;
+};
+
+struct ProcessResult {
+    int exit_code = -1;  // 128+signal when killed by one
+    bool timed_out = false;
+    std::string output;  // stdout and stderr together
+};
+
+// Runs argv[0] with argv, killing it after `timeout`.
+ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::seconds timeout);
+
+// A blocking TCP connection to 127.0.0.1:port speaking the wire protocol. Every send and receive
+// gives up after `io_timeout` (throws std::runtime_error).
+class WireConnection {
+public:
+    explicit WireConnection(uint16_t port, std::chrono::seconds io_timeout = std::chrono::seconds(60));
+    ~WireConnection();
+    WireConnection(const WireConnection&) = delete;
+    WireConnection& operator=(const WireConnection&) = delete;
+
+    void send(const wire::WireMessage& msg);
+    void send_bytes(const void* data, size_t n);
+    void send_bytes(const std::vector<uint8_t>& bytes) { send_bytes(bytes.data(), bytes.size()); }
+    void shutdown_send();  // half-close: the server sees EOF
+
+    // Reads one message; throws wire::EndOfStream at EOF, std::runtime_error on timeout.
+    wire::WireMessage receive(const wire::Limits& limits = {});
+    // Reads messages up to and including CLOSE; throws if the stream ends (EOF) before CLOSE.
+    std::vector<wire::WireMessage> receive_until_close();
+    // True when the server closed the connection (EOF) within `timeout` and sent nothing more.
+    bool closed_by_peer(std::chrono::seconds timeout = std::chrono::seconds(30));
+
+private:
+    int fd_ = -1;
+};
+
+// The TEXT payloads among `messages`, in order.
+std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages);
+
+}  // namespace larmor::test
