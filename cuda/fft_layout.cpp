@@ -62,4 +62,64 @@ std::vector<FftRunLayout> fft_layout(const Shape& shape, AxisMask live, FFTDirec
     return runs;
 }
 
+StridedLayout strided_layout(const Shape& shape, AxisMask live, FFTDirection dir) {
+    StridedLayout out;
+    const int rank = shape.rank();
+    if (rank > kStridedMaxRank || shape.size() == 0) return out;
+    bool any = false;
+    double n_total = 1;
+    for (int a = 0; a < rank; ++a) {
+        if (!(live & (1u << a))) continue;
+        const long long n = static_cast<long long>(shape[a]);
+        n_total *= static_cast<double>(n);
+        if (a == 0) {
+            if (n % 2 != 0) return out;
+            continue;
+        }
+        if (n < 2 || n > kStridedMaxN || (n & (n - 1)) != 0) return out;
+        // blocks of one launch: ceil(inner / 8) tiles (the narrowest tile) x outer
+        const long long inner = static_cast<long long>(shape.stride(a));
+        const long long outer = static_cast<long long>(shape.size()) / (inner * n);
+        if (static_cast<double>((inner + 7) / 8) * static_cast<double>(outer) > 2147483647.0) return out;
+        any = true;
+    }
+    if (!any) return out;
+    for (int a = rank - 1; a >= 1; --a) {
+        if (!(live & (1u << a))) continue;
+        StridedFftArgs p;
+        p.n = static_cast<long long>(shape[a]);
+        p.inner = static_cast<long long>(shape.stride(a));
+        p.outer = static_cast<long long>(shape.size()) / (p.inner * p.n);
+        p.sign = dir == FFTDirection::Forward ? -1 : 1;
+        p.shift = out.passes.empty() ? 1 : 0;
+        p.scale = p.shift ? static_cast<float>(1.0 / std::sqrt(n_total)) : 1.f;
+        if (p.shift) {
+            for (int k = 0; k < a; ++k) {
+                p.below_n[p.below_rank] = static_cast<long long>(shape[k]);
+                if (live & (1u << k)) p.below_live |= 1u << p.below_rank;
+                ++p.below_rank;
+            }
+            for (int k = a + 1; k < rank; ++k) {
+                p.above_n[p.above_rank] = static_cast<long long>(shape[k]);
+                if (live & (1u << k)) p.above_live |= 1u << p.above_rank;
+                ++p.above_rank;
+            }
+        }
+        out.passes.push_back(p);
+    }
+    if (live & 1u) {
+        out.x_pass = true;
+        const long long x = static_cast<long long>(shape[0]);
+        out.x_run.n = {x};
+        out.x_run.stride = 1;
+        out.x_run.dist = x;
+        out.x_run.batch = static_cast<long long>(shape.size()) / x;
+        out.x_run.execs = 1;
+        out.x_run.step = 0;
+        out.x_run.callbacks.dir = dir;
+    }
+    out.ok = true;
+    return out;
+}
+
 }  // namespace larmor::cuda

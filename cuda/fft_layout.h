@@ -33,4 +33,38 @@ std::vector<FftRunLayout> fft_layout(const Shape& shape, AxisMask live, FFTDirec
 // True when some axis in `live` has odd length (then the callbacks depend on the direction).
 bool has_odd_axis(const Shape& shape, AxisMask live);
 
+// The `strided` centring (cuda/fft_strided.h): each transformed axis above x (stride > 1) is a pass
+// of Larmor's own kernel, highest axis first; the first pass reads the input with the centring of
+// ALL transformed axes (w[n] = (-1)^n x[(n + N/2) mod N] per axis, even sizes) and the orthonormal
+// scale, writing the output buffer; later passes are plain FFTs in place on it; x, when transformed,
+// is a last bare cuFFT pass (no callbacks) in place. One pass = one kernel launch over the array seen
+// as [inner, n, outer] (inner = the axis's stride).
+constexpr int kStridedMaxRank = 8;
+constexpr long long kStridedMaxN = 1024;
+struct StridedFftArgs {
+    long long n = 0;       // axis length, a power of two in [2, kStridedMaxN]
+    long long inner = 1;   // the axis's stride: product of the lengths below it
+    long long outer = 1;   // product of the lengths above it
+    int sign = -1;         // -1 forward, +1 inverse
+    int shift = 0;         // 1: first pass, reads with the centring of every transformed axis and the scale
+    float scale = 1.f;     // orthonormal scale (first pass), else 1
+    // Axes below (fastest first; product = inner) and above (product = outer) this one, and which
+    // of them are transformed (bit k = k-th listed axis), for the first pass's shifted read.
+    int below_rank = 0;
+    long long below_n[kStridedMaxRank] = {};
+    unsigned below_live = 0;
+    int above_rank = 0;
+    long long above_n[kStridedMaxRank] = {};
+    unsigned above_live = 0;
+};
+struct StridedLayout {
+    bool ok = false;                     // the shape qualifies; else the caller falls back
+    std::vector<StridedFftArgs> passes;  // in execution order
+    bool x_pass = false;                 // then a bare cuFFT run along x, in place, last
+    FftRunLayout x_run;                  // n = {X}, stride 1, dist X, batch = size / X
+};
+// Qualifies when some axis above x is transformed, every such axis is a power of two in
+// [2, kStridedMaxN], x (when transformed) is even, and every launch fits the grid (< 2^31 blocks).
+StridedLayout strided_layout(const Shape& shape, AxisMask live, FFTDirection dir);
+
 }  // namespace larmor::cuda

@@ -14,6 +14,7 @@
 #include "core/cpu/backend_checks.h"
 #include "core/cpu/centring.h"
 #include "cuda/cuda_check.h"
+#include "cuda/fft_strided.h"
 
 namespace larmor::cuda {
 namespace {
@@ -31,16 +32,24 @@ void note_fallback(const std::string& why) {
               << "); such transforms are centred by separate passes over memory (slower, still exact)\n";
 }
 
-// LARMOR_CUDA_CENTRING = load | callbacks | swap | kernels; unset: load (swap needs all axes even).
+// The centring when LARMOR_CUDA_CENTRING is unset: Larmor's strided-axis kernel with the centring in
+// its loads plus bare cuFFT along x (the fastest measured, bench/FLOORS-fft.md); shapes it does not
+// take fall back to the load callback.
+constexpr Centring kDefaultCentring = Centring::Strided;
+
+// LARMOR_CUDA_CENTRING = strided | load | callbacks | swap | kernels; unset: kDefaultCentring
+// (strided falls back to load where the shape does not qualify; swap needs all axes even).
 Centring requested_centring(bool odd) {
     const char* v = std::getenv("LARMOR_CUDA_CENTRING");
-    if (!v || !*v || std::strcmp(v, "load") == 0) return Centring::Load;
+    if (!v || !*v) return kDefaultCentring;
+    if (std::strcmp(v, "strided") == 0) return Centring::Strided;
+    if (std::strcmp(v, "load") == 0) return Centring::Load;
     if (std::strcmp(v, "callbacks") == 0) return Centring::Callbacks;
     if (std::strcmp(v, "kernels") == 0) return Centring::Kernels;
     if (std::strcmp(v, "swap") == 0) return odd ? Centring::Kernels : Centring::Swap;
     static std::once_flag once;
-    std::call_once(once, [v] { std::cerr << "larmor: warning: unknown LARMOR_CUDA_CENTRING='" << v << "', using load\n"; });
-    return Centring::Load;
+    std::call_once(once, [v] { std::cerr << "larmor: warning: unknown LARMOR_CUDA_CENTRING='" << v << "', using the default\n"; });
+    return kDefaultCentring;
 }
 
 std::atomic<int> g_last{static_cast<int>(Centring::Load)};
@@ -98,6 +107,7 @@ struct CufftPlanCache::Transform {
     bool needs_scratch = false;  // Load with several runs
     ModulationArgs load, store;  // Kernels
     HalfSwapArgs swap;           // Swap
+    std::vector<StridedFftArgs> strided;  // Strided: kernel passes, then runs[0] (x) if any
 };
 
 const char* centring_name(Centring c) {
@@ -106,6 +116,7 @@ const char* centring_name(Centring c) {
         case Centring::Swap: return "swap";
         case Centring::Callbacks: return "callbacks";
         case Centring::Kernels: return "kernels";
+        case Centring::Strided: return "strided";
     }
     return "?";
 }
@@ -140,7 +151,31 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
     std::vector<FftRunLayout> layout = fft_layout(shape, live, dir);
     const int arch = ctx_->props().major * 10 + ctx_->props().minor;
 
-    const Centring want = requested_centring(odd);
+    Centring want = requested_centring(odd);
+    if (want == Centring::Strided) {
+        const StridedLayout sl = strided_layout(shape, live, dir);
+        if (sl.ok) {
+            strided_fft_prepare(ctx_->device());
+            t->centring = Centring::Strided;
+            t->strided = sl.passes;
+            if (sl.x_pass) {
+                auto plan = std::make_unique<Plan>();
+                size_t work = 0;
+                const std::string ctx = describe(shape, live, sl.x_run);
+                const cufftResult res = make_plan(plan->get(), sl.x_run, &work);
+                if (res == CUFFT_ALLOC_FAILED)
+                    throw std::runtime_error("cufftMakePlanMany: out of GPU memory for the work area of " + ctx);
+                if (res != CUFFT_SUCCESS) throw_cufft("cufftMakePlanMany", res, ctx);
+                LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
+                t->runs.push_back({sl.x_run, std::move(plan)});
+            }
+            g_last = static_cast<int>(t->centring);
+            auto& ref = *t;
+            plans_.emplace(std::move(key), std::move(t));
+            return ref;
+        }
+        want = Centring::Load;  // the shape does not qualify: the general path
+    }
     // Load / Callbacks: LTO callbacks under C++ then C symbol names. Any failure (NVRTC, the JIT link
     // inside cuFFT, a plan configuration that refuses callbacks) drops to the plain plans below.
     bool planned = false;
@@ -246,6 +281,18 @@ void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, 
         }
     };
     switch (t.centring) {
+        case Centring::Strided: {
+            // First pass out of place with every shift, sign and the scale; then plain, in place.
+            // The plan key holds no direction for even sizes: the sign is this call's.
+            const float2* src = in;
+            for (StridedFftArgs a : t.strided) {
+                a.sign = dir == FFTDirection::Forward ? -1 : 1;
+                launch_strided_fft(src, out, a, stream);
+                src = out;
+            }
+            for (const auto& run : t.runs) exec(run, out, out);
+            break;
+        }
         case Centring::Load: {
             // Every run reads another buffer than it writes (its load reads shifted elements): the
             // last run writes `out`, the ones before alternate so that no run writes its own input.

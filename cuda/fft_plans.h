@@ -3,7 +3,14 @@
 // the odd-size twiddles depend on it), bound to the session's stream, and the way each transform is
 // centred, chosen per plan. Every transform runs OUT OF PLACE: it reads `in`, leaves it unchanged,
 // and writes `out`. LARMOR_CUDA_CENTRING overrides the default:
-//   load (default) one cuFFT LTO LOAD callback (fft_callbacks.h, shifted_load_source) that reads x at
+//   strided (where the shape qualifies, cuda/fft_layout.h strided_layout: some axis above x
+//             transformed, those axes powers of two in 2..1024, x even) Larmor's own kernel
+//             (cuda/fft_strided.h) along each strided axis, the first pass reading the input with
+//             the shifts and signs of ALL transformed axes and the scale folded in (out of place),
+//             the others plain in place; then bare cuFFT (no callbacks, so cuFFT keeps its fast
+//             row kernel) along x in place. Other shapes fall back to load, silently. Meant to
+//             become the default (kDefaultCentring in fft_plans.cpp) once it passes the GPU tests.
+//   load      (the default, and strided's fallback) one cuFFT LTO LOAD callback (fft_callbacks.h, shifted_load_source) that reads x at
 //             the half-shifted index, times the sign / twiddle and the orthonormal scale: the centred
 //             transform is F(w), w[n] = L[n] x[(n + N/2) mod N], with no store callback and no extra
 //             pass, for even and odd sizes. Reading other elements than cuFFT asks for is why the
@@ -34,7 +41,7 @@
 
 namespace larmor::cuda {
 
-enum class Centring { Load, Callbacks, Swap, Kernels };
+enum class Centring { Load, Callbacks, Swap, Kernels, Strided };
 const char* centring_name(Centring c);
 
 class CufftPlanCache {

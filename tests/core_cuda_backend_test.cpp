@@ -83,7 +83,7 @@ TEST(CoreCudaBackend, FftMatchesCpu) {
 
 TEST(CoreCudaBackend, FftEveryCentringMatchesCpu) {
     REQUIRE_CUDA();
-    for (const char* mode : {"load", "callbacks", "swap", "kernels"}) {
+    for (const char* mode : {"strided", "load", "callbacks", "swap", "kernels"}) {
         CentringEnv env(mode);
         auto gpu = make_cuda_backend();
         SCOPED_TRACE(mode);
@@ -92,15 +92,18 @@ TEST(CoreCudaBackend, FftEveryCentringMatchesCpu) {
 #ifdef LARMOR_WITH_CUDA
     if (!cuda::fft_callbacks_healthy())
         std::cout << "[ info ] some plans could not take LTO callbacks: " << cuda::fft_callbacks_failure() << "\n";
-    // The benchmark transforms must get their callbacks when asked for them (and by default).
-    for (const char* mode : {"", "load", "callbacks"}) {
+    // The benchmark transforms must get their callbacks when asked for them (and by default), and
+    // the strided kernels when asked for them.
+    for (const char* mode : {"", "strided", "load", "callbacks"}) {
         CentringEnv env(mode);
         auto gpu = make_cuda_backend();
         for (const FftCase& c : {FftCase{{256, 256, 8}, 3u}, FftCase{{256, 256, 32}, 3u}, FftCase{{256, 256, 256}, 7u}}) {
             CArray d = gpu->to_device(test::random_array(c.shape, 3));
             gpu->fft(d, c.axes, FFTDirection::Forward);
-            EXPECT_EQ(cuda::last_planned_centring(),
-                      std::string(mode) == "callbacks" ? cuda::Centring::Callbacks : cuda::Centring::Load)
+            const std::string m = mode;
+            EXPECT_EQ(cuda::last_planned_centring(), m == "callbacks" ? cuda::Centring::Callbacks
+                                                     : m == "load"      ? cuda::Centring::Load
+                                                                        : cuda::Centring::Strided)
                 << "mode '" << mode << "' " << c.shape.str() << ": " << cuda::fft_callbacks_failure();
         }
     }
@@ -146,7 +149,8 @@ TEST(CoreCudaBackend, FftIsOutOfPlaceAndLeavesTheInput) {
             gpu->fft(again, c.axes, dir);
             EXPECT_EQ(test::relative_error(gpu->to_host(again), got), 0.0) << what << ": second call differs";
 #ifdef LARMOR_WITH_CUDA
-            if (cuda::last_planned_centring() != cuda::Centring::Load)
+            if (cuda::last_planned_centring() != cuda::Centring::Load &&
+                cuda::last_planned_centring() != cuda::Centring::Strided)
                 std::cout << "[ info ] " << what << " fell back to " << cuda::centring_name(cuda::last_planned_centring())
                           << ": " << cuda::fft_callbacks_failure() << "\n";
 #endif
@@ -169,7 +173,7 @@ TEST(CoreCudaBackend, FftIsOutOfPlaceAndLeavesTheInput) {
 // on it), the fallbacks included.
 TEST(CoreCudaBackend, FftEveryCentringLeavesTheInput) {
     REQUIRE_CUDA();
-    for (const char* mode : {"load", "callbacks", "swap", "kernels"}) {
+    for (const char* mode : {"strided", "load", "callbacks", "swap", "kernels"}) {
         CentringEnv env(mode);
         auto gpu = make_cuda_backend();
         for (const FftCase& c : {FftCase{{16}, 1u}, FftCase{{9, 5}, 3u}, FftCase{{6, 5, 4}, 5u}, FftCase{{64, 48, 4}, 3u},
@@ -182,6 +186,42 @@ TEST(CoreCudaBackend, FftEveryCentringLeavesTheInput) {
             EXPECT_EQ(test::relative_error(gpu->to_host(alias), h), 0.0) << mode << " " << c.shape.str();
         }
     }
+}
+
+// The strided centring (cuda/fft_strided.h) on every power-of-two length of the strided
+// axes (2..1024), 2D and 3D, batched, non-square, x transformed or not, both directions, against
+// the CPU backend; it must actually be used, leave the input untouched and rebind x.
+TEST(CoreCudaBackend, FftStridedMatchesCpu) {
+    REQUIRE_CUDA();
+    CentringEnv env("strided");
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    const FftCase cases[] = {
+        {{4, 2, 5}, 3u},        {{8, 4, 3}, 3u},       {{6, 8, 2}, 3u},        {{16, 16, 3}, 3u},
+        {{32, 32, 2}, 3u},      {{8, 64, 4}, 3u},      {{64, 8, 4}, 3u},       {{128, 128, 2}, 3u},
+        {{12, 256, 3}, 3u},     {{256, 512, 1}, 3u},   {{16, 1024, 2}, 3u},    {{2, 1024, 1}, 3u},
+        {{64, 256, 8}, 3u},     {{24, 64, 3}, 2u},     {{8, 6, 32, 2}, 5u},    {{16, 8, 32, 2}, 7u},
+        {{32, 64, 16}, 7u},     {{8, 4, 1024}, 7u},    {{10, 16, 8, 3}, 6u},   {{4, 8, 2, 4}, 15u},
+        {{256, 256, 8}, 3u},    {{64, 64, 64}, 7u},    {{3, 512, 4}, 2u},      {{1024, 2, 2}, 3u},
+    };
+    unsigned seed = 900;
+    for (const FftCase& c : cases)
+        for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
+            const std::string what =
+                c.shape.str() + " axes " + std::to_string(c.axes) + (dir == FFTDirection::Forward ? " forward" : " inverse");
+            const CArray h = test::random_array(c.shape, seed++);
+            CArray x = upload(*gpu, h);
+            const CArray alias = x;
+            gpu->fft(x, c.axes, dir);
+#ifdef LARMOR_WITH_CUDA
+            EXPECT_EQ(cuda::last_planned_centring(), cuda::Centring::Strided) << what;
+#endif
+            EXPECT_NE(x.data(), alias.data()) << what << ": not rebound";
+            EXPECT_EQ(test::relative_error(gpu->to_host(alias), h), 0.0) << what << ": input modified";
+            CArray want = test::from_double(test::to_double(h), c.shape);
+            cpu->fft(want, c.axes, dir);
+            EXPECT_LT(test::relative_error(gpu->to_host(x), want), 1e-5) << what;
+        }
 }
 
 TEST(CoreCudaBackend, FftMatchesExactDft) {

@@ -187,6 +187,65 @@ TEST(CoreCudaLayout, PicksTheSmallerLoopForInterleavedBatches) {
     EXPECT_EQ(runs[0].n.size(), 3u);
 }
 
+// The strided centring's passes (cuda/fft_layout.h strided_layout): which shapes qualify, the pass
+// order (highest axis first, the first one shifted and scaled), and the bare x run.
+TEST(CoreCudaLayout, StridedLayoutPasses) {
+    const auto fwd = FFTDirection::Forward;
+    {
+        const auto l = cuda::strided_layout(Shape{256, 256, 32}, 3u, fwd);
+        ASSERT_TRUE(l.ok);
+        ASSERT_EQ(l.passes.size(), 1u);
+        EXPECT_EQ(l.passes[0].n, 256);
+        EXPECT_EQ(l.passes[0].inner, 256);
+        EXPECT_EQ(l.passes[0].outer, 32);
+        EXPECT_EQ(l.passes[0].shift, 1);
+        EXPECT_EQ(l.passes[0].sign, -1);
+        EXPECT_FLOAT_EQ(l.passes[0].scale, 1.f / 256.f);
+        EXPECT_EQ(l.passes[0].below_rank, 1);
+        EXPECT_EQ(l.passes[0].below_live, 1u);
+        EXPECT_EQ(l.passes[0].above_rank, 1);
+        EXPECT_EQ(l.passes[0].above_live, 0u);
+        ASSERT_TRUE(l.x_pass);
+        EXPECT_EQ(l.x_run.n, std::vector<long long>{256});
+        EXPECT_EQ(l.x_run.stride, 1);
+        EXPECT_EQ(l.x_run.dist, 256);
+        EXPECT_EQ(l.x_run.batch, 256 * 32);
+    }
+    {
+        const auto l = cuda::strided_layout(Shape{256, 128, 64}, 7u, FFTDirection::Inverse);
+        ASSERT_TRUE(l.ok);
+        ASSERT_EQ(l.passes.size(), 2u);
+        EXPECT_EQ(l.passes[0].n, 64);
+        EXPECT_EQ(l.passes[0].inner, 256 * 128);
+        EXPECT_EQ(l.passes[0].outer, 1);
+        EXPECT_EQ(l.passes[0].shift, 1);
+        EXPECT_EQ(l.passes[0].sign, 1);
+        EXPECT_EQ(l.passes[0].below_live, 3u);
+        EXPECT_EQ(l.passes[1].n, 128);
+        EXPECT_EQ(l.passes[1].inner, 256);
+        EXPECT_EQ(l.passes[1].outer, 64);
+        EXPECT_EQ(l.passes[1].shift, 0);
+        EXPECT_FLOAT_EQ(l.passes[1].scale, 1.f);
+        EXPECT_TRUE(l.x_pass);
+    }
+    {
+        const auto l = cuda::strided_layout(Shape{6, 8, 10, 4}, 10u, fwd);  // y and w, x not transformed
+        ASSERT_TRUE(l.ok);
+        ASSERT_EQ(l.passes.size(), 2u);
+        EXPECT_EQ(l.passes[0].n, 4);
+        EXPECT_EQ(l.passes[0].below_live, 2u);
+        EXPECT_EQ(l.passes[1].n, 8);
+        EXPECT_FALSE(l.x_pass);
+    }
+    EXPECT_FALSE(cuda::strided_layout(Shape{256, 256}, 1u, fwd).ok);         // x only
+    EXPECT_FALSE(cuda::strided_layout(Shape{9, 256}, 3u, fwd).ok);           // odd x
+    EXPECT_FALSE(cuda::strided_layout(Shape{8, 96}, 3u, fwd).ok);            // not a power of two
+    EXPECT_FALSE(cuda::strided_layout(Shape{8, 2048}, 3u, fwd).ok);          // too long
+    EXPECT_FALSE(cuda::strided_layout(Shape{8, 16, 5}, 7u, fwd).ok);         // odd z
+    EXPECT_TRUE(cuda::strided_layout(Shape{9, 256}, 2u, fwd).ok);            // odd x, not transformed
+    EXPECT_TRUE(cuda::strided_layout(Shape{12, 2}, 3u, fwd).ok);             // even x, N = 2
+}
+
 TEST(CoreCudaLayout, GeneratedCallbacksCompileWithNvrtc) {
     const Case cases[] = {{{256, 256, 32}, 3u}, {{5, 7, 9}, 7u}, {{4, 6, 8, 3}, 6u}, {{12, 10, 2}, 1u},
                           {{256, 256, 256}, 7u}, {{6, 5, 4}, 5u}};
