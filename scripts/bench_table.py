@@ -15,8 +15,11 @@ FP32_FLOPS = 67e12  # H100/H200 SXM dense FP32 (datasheet); GPU code here is ban
 def load(paths):
     rows, context = [], None
     for p in paths:
-        with open(p) as f:
-            d = json.load(f)
+        try:
+            with open(p) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            continue  # a benchmark program whose filter matched nothing writes no JSON
         context = context or d.get("context", {})
         for b in d.get("benchmarks", []):
             if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":

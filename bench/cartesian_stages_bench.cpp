@@ -1,0 +1,74 @@
+// Cost of each backend operation the Cartesian chain performs per 256x256x32-coil frame (2x readout
+// oversampling), on the shapes the chain uses: where the frame latency of cartesian_chain_bench goes.
+// Each iteration queues the operation and synchronises, so the time includes launch and host costs.
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/frame_source.h"
+#include "core/backend.h"
+
+namespace {
+
+using namespace larmor;
+
+enum class Op { UploadLine, FftReadout, CropReadout, Whiten, Fft2d, Rss, Walsh, Combine, Download, Alloc };
+
+void stage(benchmark::State& state, bool gpu, Op op) {
+    if (gpu && !cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    auto be = gpu ? make_cuda_backend() : make_cpu_backend();
+    const size_t ro = bench::kReadout, ny = bench::kLines, nc = bench::kCoils;
+    const Acquisition line = bench::frame_readout(0, 7);
+    CArray raw = be->zeros({ro, ny, 1, nc});
+    for (size_t y = 0; y < ny; ++y)
+        be->upload_rows(line.data.data(), ro, ro, nc, raw, y * ro, ro * ny);
+    CArray half = be->empty({ro / 2, ny, 1, nc});
+    be->crop_pad_centred(raw, half);
+    CArray one = be->empty({ro / 2, ny, 1});
+    CArray maps = be->empty(half.shape());
+    std::vector<cfloat> w(nc * nc);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = cfloat(i % (nc + 1) == 0 ? 1.f : 0.01f, 0.f);
+    be->synchronize();
+    std::function<void()> run;
+    switch (op) {
+    case Op::UploadLine: run = [&] { be->upload_rows(line.data.data(), ro, ro, nc, raw, 5 * ro, ro * ny); }; break;
+    case Op::FftReadout: run = [&] { CArray x = raw; be->fft(x, 1u, FFTDirection::Inverse); }; break;
+    case Op::CropReadout: run = [&] { be->crop_pad_centred(raw, half); }; break;
+    case Op::Whiten: run = [&] { CArray y = be->empty(half.shape()); be->mix_last_axis(half, w, y); }; break;
+    case Op::Fft2d: run = [&] { CArray x = half; be->fft(x, 3u, FFTDirection::Inverse); }; break;
+    case Op::Rss: run = [&] { be->rss_last_axis(half, one); }; break;
+    case Op::Walsh: run = [&] { be->walsh_sensitivities(half, 7, maps); }; break;
+    case Op::Combine: run = [&] { be->combine_last_axis(half, maps, one); }; break;
+    case Op::Download: run = [&] { CArray h = be->to_host(one); benchmark::DoNotOptimize(h.data()); }; break;
+    case Op::Alloc: run = [&] { CArray a = be->empty(raw.shape()); benchmark::DoNotOptimize(a.data()); }; break;
+    }
+    for (int i = 0; i < 3; ++i) run();
+    be->synchronize();
+    for (auto _ : state) {
+        run();
+        be->synchronize();
+    }
+}
+
+#define LARMOR_STAGE(name)                                                                                  \
+    BENCHMARK_CAPTURE(stage, name##_GPU, true, Op::name)->Unit(benchmark::kMicrosecond)->UseRealTime();     \
+    BENCHMARK_CAPTURE(stage, name##_CPU, false, Op::name)->Unit(benchmark::kMicrosecond)->UseRealTime()
+
+LARMOR_STAGE(UploadLine);
+LARMOR_STAGE(FftReadout);
+LARMOR_STAGE(CropReadout);
+LARMOR_STAGE(Whiten);
+LARMOR_STAGE(Fft2d);
+LARMOR_STAGE(Rss);
+LARMOR_STAGE(Walsh);
+LARMOR_STAGE(Combine);
+LARMOR_STAGE(Download);
+LARMOR_STAGE(Alloc);
+
+}  // namespace
