@@ -1,6 +1,6 @@
 #include "gadgets/image_header.h"
 
-#include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include <ismrmrd/version.h>
@@ -21,11 +21,18 @@ ISMRMRD::ISMRMRD_ImageHeader image_header_from(const ISMRMRD::ISMRMRD_Acquisitio
         h.field_of_view[i] = geometry.recon_fov[i];
     }
     h.channels = uint16_t(shape.rank() > 3 ? shape[3] : 1);
-    std::copy(ref.position, ref.position + 3, h.position);
-    std::copy(ref.read_dir, ref.read_dir + 3, h.read_dir);
-    std::copy(ref.phase_dir, ref.phase_dir + 3, h.phase_dir);
-    std::copy(ref.slice_dir, ref.slice_dir + 3, h.slice_dir);
-    std::copy(ref.patient_table_position, ref.patient_table_position + 3, h.patient_table_position);
+    // ISMRMRD packs both headers to 2 bytes, so their float and int arrays can sit at misaligned addresses:
+    // they are copied as bytes, never through float* / int32_t* (std::copy) or references to them.
+    static_assert(sizeof h.position == sizeof ref.position && sizeof h.read_dir == sizeof ref.read_dir &&
+                  sizeof h.phase_dir == sizeof ref.phase_dir && sizeof h.slice_dir == sizeof ref.slice_dir &&
+                  sizeof h.patient_table_position == sizeof ref.patient_table_position &&
+                  sizeof h.physiology_time_stamp == sizeof ref.physiology_time_stamp &&
+                  sizeof h.user_int == sizeof ref.user_int && sizeof h.user_float == sizeof ref.user_float);
+    std::memcpy(h.position, ref.position, sizeof h.position);
+    std::memcpy(h.read_dir, ref.read_dir, sizeof h.read_dir);
+    std::memcpy(h.phase_dir, ref.phase_dir, sizeof h.phase_dir);
+    std::memcpy(h.slice_dir, ref.slice_dir, sizeof h.slice_dir);
+    std::memcpy(h.patient_table_position, ref.patient_table_position, sizeof h.patient_table_position);
     h.average = ref.idx.average;
     h.slice = ref.idx.slice;
     h.contrast = ref.idx.contrast;
@@ -33,10 +40,9 @@ ISMRMRD::ISMRMRD_ImageHeader image_header_from(const ISMRMRD::ISMRMRD_Acquisitio
     h.repetition = ref.idx.repetition;
     h.set = ref.idx.set;
     h.acquisition_time_stamp = ref.acquisition_time_stamp;
-    std::copy(ref.physiology_time_stamp, ref.physiology_time_stamp + ISMRMRD::ISMRMRD_PHYS_STAMPS,
-              h.physiology_time_stamp);
-    std::copy(ref.user_int, ref.user_int + ISMRMRD::ISMRMRD_USER_INTS, h.user_int);
-    std::copy(ref.user_float, ref.user_float + ISMRMRD::ISMRMRD_USER_FLOATS, h.user_float);
+    std::memcpy(h.physiology_time_stamp, ref.physiology_time_stamp, sizeof h.physiology_time_stamp);
+    std::memcpy(h.user_int, ref.user_int, sizeof h.user_int);
+    std::memcpy(h.user_float, ref.user_float, sizeof h.user_float);
     h.image_index = image_index;
     h.image_series_index = 0;  // set by ImageFinish
     h.attribute_string_len = 0;

@@ -89,7 +89,7 @@ public:
             if (whitener_ || no_noise_) {
                 if (!warned_late_noise_)
                     spdlog::warn("[{}] NoiseAdjust: noise scan {} after imaging data ignored", session_,
-                                 acq->head.scan_counter);
+                                 uint32_t{acq->head.scan_counter});  // a copy: spdlog binds a reference
                 warned_late_noise_ = true;
             } else {
                 materialize(*acq);  // whatever an earlier gadget requested, applied before measuring

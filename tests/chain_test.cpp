@@ -42,7 +42,7 @@ public:
         if (auto* a = std::get_if<Acquisition>(&msg)) {
             if (int(a->head.scan_counter) == throw_at_)
                 throw std::runtime_error("probe refuses scan " + std::to_string(throw_at_));
-            seen_->push_back(a->head.scan_counter);
+            seen_->push_back(uint32_t{a->head.scan_counter});  // a copy: the header is packed
         }
         out.emit(std::move(msg));
     }

@@ -726,19 +726,20 @@ TEST(PhantomFile, FullySampledMultiSliceRepetitions) {
         EXPECT_EQ(hd.number_of_samples, 64);
         EXPECT_EQ(hd.active_channels, 4);
         EXPECT_EQ(hd.available_channels, 4);
-        EXPECT_EQ(hd.channel_mask[0], 0xFu);
+        // Fields wider than 2 bytes are copied before EXPECT_EQ binds references: the header is packed.
+        EXPECT_EQ(uint64_t{hd.channel_mask[0]}, 0xFu);
         EXPECT_EQ(hd.center_sample, 32);
         EXPECT_EQ(hd.idx.kspace_encode_step_1, e1);
         EXPECT_EQ(hd.idx.kspace_encode_step_2, 0);
         EXPECT_EQ(hd.idx.slice, sl);
         EXPECT_EQ(hd.idx.repetition, rep);
-        EXPECT_EQ(hd.scan_counter, i + 1);
+        EXPECT_EQ(uint32_t{hd.scan_counter}, i + 1);
         EXPECT_FLOAT_EQ(hd.read_dir[0], 1.0f);
         EXPECT_FLOAT_EQ(hd.phase_dir[1], 1.0f);
         EXPECT_FLOAT_EQ(hd.slice_dir[2], 1.0f);
         EXPECT_FLOAT_EQ(hd.position[2], static_cast<float>(ph.slice_position(sl)));
         if (i > 0) {
-          EXPECT_GT(hd.acquisition_time_stamp, f.acqs[i - 1].getHead().acquisition_time_stamp);
+          EXPECT_GT(uint32_t{hd.acquisition_time_stamp}, uint32_t{f.acqs[i - 1].getHead().acquisition_time_stamp});
         }
         EXPECT_EQ(flag(a, 1), e1 == 0);   // FIRST_IN_ENCODE_STEP1
         EXPECT_EQ(flag(a, 2), e1 == 31);  // LAST_IN_ENCODE_STEP1
@@ -872,7 +873,7 @@ TEST(PhantomFile, NoiseScanCovarianceAndSnr) {
   for (int i = 0; i < 400; ++i) {
     const auto& a = f.acqs[i];
     EXPECT_TRUE(flag(a, 19));
-    EXPECT_EQ(a.getHead().flags, 1ull << 18);
+    EXPECT_EQ(uint64_t{a.getHead().flags}, 1ull << 18);  // copied: the header is packed
     EXPECT_FLOAT_EQ(a.getHead().sample_time_us, dwell);
     for (int x = 0; x < ns; ++x)
       for (int c = 0; c < nc; ++c)

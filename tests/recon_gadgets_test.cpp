@@ -102,11 +102,12 @@ Acquisition readout(const ScanSpec& s, const std::vector<cdouble>& grid, size_t 
     a.head.sample_time_us = s.acq_dwell_us;
     const float pos[3] = {1.5f, -2.5f, 12.0f}, rd[3] = {1, 0, 0}, pd[3] = {0, 1, 0}, sd[3] = {0, 0, 1},
                 tab[3] = {0, 0, -30};
-    std::copy(pos, pos + 3, a.head.position);
-    std::copy(rd, rd + 3, a.head.read_dir);
-    std::copy(pd, pd + 3, a.head.phase_dir);
-    std::copy(sd, sd + 3, a.head.slice_dir);
-    std::copy(tab, tab + 3, a.head.patient_table_position);
+    // Byte copies: the header is packed to 2 bytes, so its float arrays may be misaligned for float*.
+    std::memcpy(a.head.position, pos, sizeof pos);
+    std::memcpy(a.head.read_dir, rd, sizeof rd);
+    std::memcpy(a.head.phase_dir, pd, sizeof pd);
+    std::memcpy(a.head.slice_dir, sd, sizeof sd);
+    std::memcpy(a.head.patient_table_position, tab, sizeof tab);
     const int c1 = or_default(s.e1_centre, int(s.e1) / 2), c2 = or_default(s.e2_centre, int(s.e2) / 2);
     a.head.idx.kspace_encode_step_1 = uint16_t(int(p1) - (int(s.e1) / 2 - c1));
     a.head.idx.kspace_encode_step_2 = uint16_t(int(p2) - (int(s.e2) / 2 - c2));
@@ -647,7 +648,7 @@ TEST(RealData, ReconstructsImageAndArtifactFreeCalibrationImage) {
         EXPECT_EQ(h.channels, 1);
         EXPECT_EQ(h.data_type, ISMRMRD::ISMRMRD_FLOAT);
         EXPECT_EQ(h.image_index, 1);
-        EXPECT_EQ(h.measurement_uid, centre->head.measurement_uid);
+        EXPECT_EQ(uint32_t{h.measurement_uid}, uint32_t{centre->head.measurement_uid});  // copied: packed headers
         for (int i = 0; i < 3; ++i) {
             EXPECT_FLOAT_EQ(h.position[i], centre->head.position[i]);
             EXPECT_FLOAT_EQ(h.read_dir[i], centre->head.read_dir[i]);
@@ -657,7 +658,7 @@ TEST(RealData, ReconstructsImageAndArtifactFreeCalibrationImage) {
         }
         EXPECT_EQ(img->pixels.size(), 192u * 144u * sizeof(float));
     }
-    EXPECT_EQ(main.head.acquisition_time_stamp, centre->head.acquisition_time_stamp);
+    EXPECT_EQ(uint32_t{main.head.acquisition_time_stamp}, uint32_t{centre->head.acquisition_time_stamp});
 
     const std::vector<float> a = float_pixels(acs), m = float_pixels(main);
     const std::vector<char> support = support_of(a, 192, 144, 0.1f, 3);

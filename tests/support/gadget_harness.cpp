@@ -1,5 +1,12 @@
 #include "tests/support/gadget_harness.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
 #include <ismrmrd/dataset.h>
 
 #include "gadgets/line_ops.h"
@@ -63,8 +70,45 @@ std::vector<Message> run_chain(std::vector<std::unique_ptr<Gadget>> gadgets, con
     return std::move(h.output());
 }
 
+namespace {
+
+// A private copy of a file under the temp directory, removed with the object. ISMRMRD::Dataset opens even
+// a file it only reads with H5F_ACC_RDWR (and creates the group when it is missing), which takes HDF5's
+// exclusive file lock: two tests reading one shared dataset at once (ctest -j) then fail to open it, and
+// the shared file would be written to. Reading a copy avoids both.
+class PrivateCopy {
+public:
+    explicit PrivateCopy(const std::string& source) {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "larmor-test-dataset-XXXXXX.h5").string();
+        const int fd = ::mkstemps(tmpl.data(), 3);
+        if (fd < 0) throw std::runtime_error("cannot create a temporary copy of " + source);
+        ::close(fd);
+        path_ = tmpl;
+        std::error_code ec;
+        std::filesystem::copy_file(source, path_, std::filesystem::copy_options::overwrite_existing, ec);
+        if (ec) {
+            std::error_code ignored;
+            std::filesystem::remove(path_, ignored);
+            throw std::runtime_error("cannot copy " + source + " to " + path_ + ": " + ec.message());
+        }
+    }
+    ~PrivateCopy() {
+        std::error_code ec;
+        std::filesystem::remove(path_, ec);
+    }
+    PrivateCopy(const PrivateCopy&) = delete;
+    PrivateCopy& operator=(const PrivateCopy&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+}  // namespace
+
 Dataset read_dataset(const std::string& path, const std::string& group) {
-    ISMRMRD::Dataset d(path.c_str(), group.c_str(), false);
+    const PrivateCopy copy(path);
+    ISMRMRD::Dataset d(copy.path().c_str(), group.c_str(), false);
     Dataset out;
     d.readHeader(out.header_xml);
     const uint32_t n = d.getNumberOfAcquisitions();

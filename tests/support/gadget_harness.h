@@ -61,7 +61,8 @@ private:
 std::vector<Message> run_chain(std::vector<std::unique_ptr<Gadget>> gadgets, const SessionContext& ctx,
                                const std::vector<Message>& input);
 
-// An ISMRMRD HDF5 dataset (/dataset/xml and /dataset/data) read into memory.
+// An ISMRMRD HDF5 dataset (/dataset/xml and /dataset/data) read into memory. read_dataset reads a
+// private copy of the file, so tests running at once can read the same shared dataset and leave it as is.
 struct Dataset {
     std::string header_xml;
     std::vector<Acquisition> acquisitions;

@@ -154,9 +154,17 @@ ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
     throw std::runtime_error(reason);
 }
 
+bool has_sanitizer_report(const std::string& output) {
+    return output.find("ERROR: AddressSanitizer") != std::string::npos ||
+           output.find("ERROR: LeakSanitizer") != std::string::npos ||
+           output.find(": runtime error: ") != std::string::npos;
+}
+
 ServerProcess::~ServerProcess() {
     if (pid_ > 0) stop(SIGTERM, std::chrono::seconds(30));
-    if (::testing::Test::HasFailure()) std::cerr << "---- larmor-server log (" << log_path_ << ") ----\n" << log();
+    const std::string text = log();
+    if (has_sanitizer_report(text)) ADD_FAILURE() << "larmor-server reported a sanitizer error (log below)";
+    if (::testing::Test::HasFailure()) std::cerr << "---- larmor-server log (" << log_path_ << ") ----\n" << text;
     else ::unlink(log_path_.c_str());
     if (stdout_fd_ >= 0) ::close(stdout_fd_);
 }
@@ -211,6 +219,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::sec
     }
     result.output = read_file(path);
     ::unlink(path.c_str());
+    if (has_sanitizer_report(result.output))
+        ADD_FAILURE() << argv[0] << " reported a sanitizer error:\n" << result.output;
     return result;
 }
 

@@ -24,7 +24,8 @@ public:
     // and waits (up to 30 s) for its "listening on ADDR:PORT" line. Throws with the server's log
     // when it does not come up.
     explicit ServerProcess(const std::vector<std::string>& extra_args = {});
-    // Stops the server (SIGTERM, then SIGKILL after 30 s); prints its log when the test failed.
+    // Stops the server (SIGTERM, then SIGKILL after 30 s); fails the test when its log holds a sanitizer
+    // report, and prints the log when the test failed.
     ~ServerProcess();
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;
@@ -52,8 +53,13 @@ struct ProcessResult {
     std::string output;  // stdout and stderr together
 };
 
-// Runs argv[0] with argv, killing it after `timeout`.
+// Runs argv[0] with argv, killing it after `timeout`. A sanitizer report in its output fails the test.
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::seconds timeout);
+
+// True when `output` holds an AddressSanitizer, LeakSanitizer or UBSan report. In the sanitizer build
+// a child that hits one exits 1 (or carries on), which a test of an error path may expect anyway, so
+// the tests look for the report itself (run_process, ~ServerProcess).
+bool has_sanitizer_report(const std::string& output);
 
 // A blocking TCP connection to 127.0.0.1:port speaking the wire protocol. Every send and receive
 // gives up after `io_timeout` (throws std::runtime_error).

@@ -19,7 +19,7 @@ Hdf5ImageWriter::~Hdf5ImageWriter() {
 void Hdf5ImageWriter::write(const Image& im) {
     std::lock_guard<std::mutex> lock(hdf5_mutex());
     try {
-        if (!dataset_) dataset_ = std::make_unique<ISMRMRD::Dataset>(file_.c_str(), group_.c_str(), true);
+        if (!dataset_) dataset_ = open_dataset(file_, group_, true);
         // A view of our buffers in the C struct ISMRMRD writes from; appendImage only reads through it.
         static char empty_meta[1] = {0};
         ISMRMRD::ISMRMRD_Image view{};

@@ -16,7 +16,7 @@ InputFile::InputFile(const std::string& file, const std::string& group) : file_(
     if (!std::filesystem::is_regular_file(file, ec)) throw std::runtime_error("input file '" + file + "' not found");
     std::lock_guard<std::mutex> lock(hdf5_mutex());
     try {
-        dataset_ = std::make_unique<ISMRMRD::Dataset>(file.c_str(), group.c_str(), false);
+        dataset_ = open_dataset(file, group, false);
         dataset_->readHeader(header_xml_);
         acquisitions_ = dataset_->getNumberOfAcquisitions();
         waveforms_ = dataset_->getNumberOfWaveforms();

@@ -166,13 +166,17 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
   result.noise_sigma = ph.noise_sigma();
 
   ISMRMRD::Acquisition acq(static_cast<std::uint16_t>(nx_enc), static_cast<std::uint16_t>(nc));
-  acq.available_channels() = static_cast<std::uint16_t>(nc);
-  for (int c = 0; c < nc; ++c) acq.setChannelActive(static_cast<std::uint16_t>(c));
-  acq.measurement_uid() = static_cast<std::uint32_t>(s.seed % 1000000u) + 1u;
-  acq.sample_time_us() = sample_time_us(s);
-  acq.read_dir()[0] = 1.0f;   // identity orientation: readout along x,
-  acq.phase_dir()[1] = 1.0f;  // phase encoding along y,
-  acq.slice_dir()[2] = 1.0f;  // slice / partition along z
+  // The header is filled in a copy and installed with setHead() before each append. ISMRMRD 1.8 packs its
+  // structs to 2 bytes, so the references Acquisition's accessors return (scan_counter(), read_dir(), ...)
+  // are misaligned, and writing through them is undefined behaviour; member access on the struct is not.
+  ISMRMRD::AcquisitionHeader head = acq.getHead();
+  head.available_channels = static_cast<std::uint16_t>(nc);
+  for (int c = 0; c < nc; ++c) head.setChannelActive(static_cast<std::uint16_t>(c));
+  head.measurement_uid = static_cast<std::uint32_t>(s.seed % 1000000u) + 1u;
+  head.sample_time_us = sample_time_us(s);
+  head.read_dir[0] = 1.0f;   // identity orientation: readout along x,
+  head.phase_dir[1] = 1.0f;  // phase encoding along y,
+  head.slice_dir[2] = 1.0f;  // slice / partition along z
   std::uint32_t scan_counter = 0, stamp = 1000;
 
   if (s.noise_scan) {
@@ -188,13 +192,14 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
         ph.add_noise(block.data() + static_cast<std::size_t>(i) * line, nx_enc,
                      detail::mix(kNoiseScanTag, static_cast<std::uint64_t>(b0 + i)));
       for (int i = 0; i < nb; ++i) {
-        acq.clearAllFlags();
-        acq.setFlag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT);
-        acq.idx() = ISMRMRD::ISMRMRD_EncodingCounters{};
-        acq.center_sample() = 0;
-        acq.scan_counter() = ++scan_counter;
-        acq.acquisition_time_stamp() = stamp;
+        head.clearAllFlags();
+        head.setFlag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT);
+        head.idx = ISMRMRD::ISMRMRD_EncodingCounters{};
+        head.center_sample = 0;
+        head.scan_counter = ++scan_counter;
+        head.acquisition_time_stamp = stamp;
         stamp += kTicksPerTr;
+        acq.setHead(head);  // same sizes: the data buffer is kept
         std::copy(block.begin() + static_cast<std::ptrdiff_t>(i * line),
                   block.begin() + static_cast<std::ptrdiff_t>((i + 1) * line), acq.data_begin());
         dset.appendAcquisition(acq);
@@ -202,7 +207,7 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
       }
     }
   }
-  acq.center_sample() = static_cast<std::uint16_t>(nx_enc / 2);
+  head.center_sample = static_cast<std::uint16_t>(nx_enc / 2);
 
   // Range of pattern entries per e2, for the FIRST/LAST_IN_ENCODE_STEP1 flags of each partition.
   const int nz = ph.encoded_nz();
@@ -225,39 +230,40 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
   // Appends pattern entry i of (rep, slice); data holds its noisy samples, layout [coil][sample].
   auto append = [&](int rep, int slice, std::size_t i, const std::complex<float>* data) {
     const PhaseEncode& p = pattern[i];
-    std::copy(data, data + line, acq.data_begin());
-    acq.clearAllFlags();
+    head.clearAllFlags();
     const bool first_in_slice = i == 0, last_in_slice = i + 1 == pattern.size();
-    if (i == first[p.e2]) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_ENCODE_STEP1);
-    if (i == last[p.e2]) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_ENCODE_STEP1);
+    if (i == first[p.e2]) head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_ENCODE_STEP1);
+    if (i == last[p.e2]) head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_ENCODE_STEP1);
     if (first_in_slice) {
-      acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_ENCODE_STEP2);
-      acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_SLICE);
-      if (slice == 0) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_REPETITION);
+      head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_ENCODE_STEP2);
+      head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_SLICE);
+      if (slice == 0) head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_REPETITION);
     }
     if (last_in_slice) {
-      acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_ENCODE_STEP2);
-      acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
+      head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_ENCODE_STEP2);
+      head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
       if (slice + 1 == s.slices) {
-        acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION);
-        if (rep + 1 == s.repetitions) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT);
+        head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION);
+        if (rep + 1 == s.repetitions) head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT);
       }
     }
     // Embedded ACS: lines only there for calibration carry 20; lines that are also part of the imaging
     // pattern carry 21, so a GRAPPA chain uses them for both and a CS chain keeps them (Gadgetron semantics).
     if (p.calibration)
-      acq.setFlag(p.imaging ? ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING
-                            : ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION);
+      head.setFlag(p.imaging ? ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING
+                             : ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION);
     ISMRMRD::ISMRMRD_EncodingCounters idx{};
     idx.kspace_encode_step_1 = static_cast<std::uint16_t>(p.e1);
     idx.kspace_encode_step_2 = static_cast<std::uint16_t>(p.e2);
     idx.slice = static_cast<std::uint16_t>(slice);
     idx.repetition = static_cast<std::uint16_t>(rep);
-    acq.idx() = idx;
-    acq.position()[2] = static_cast<float>(ph.slice_position(slice));
-    acq.scan_counter() = ++scan_counter;
-    acq.acquisition_time_stamp() = stamp;
+    head.idx = idx;
+    head.position[2] = static_cast<float>(ph.slice_position(slice));
+    head.scan_counter = ++scan_counter;
+    head.acquisition_time_stamp = stamp;
     stamp += kTicksPerTr;
+    acq.setHead(head);  // same sizes: the data buffer is kept
+    std::copy(data, data + line, acq.data_begin());
     dset.appendAcquisition(acq);
     ++result.imaging_acquisitions;
   };
