@@ -464,57 +464,53 @@ std::vector<std::complex<float>> Phantom::kspace_all(int slice) const {
   return out;
 }
 
-std::vector<double> Phantom::image(int slice, int supersample) const {
-  const int nx = spec_.nx, ny = spec_.ny, nz = spec_.dims == 3 ? spec_.nz : 1;
-  const int ss = std::max(1, supersample), ssz = spec_.dims == 3 ? ss : 1;
-  const double dx = spec_.fov_mm[0] / nx, dy = spec_.fov_mm[1] / ny, dz = spec_.fov_mm[2] / nz;
-  const auto& shapes = object(slice);
-  std::vector<double> out(static_cast<std::size_t>(nx) * ny * nz);
+namespace {
+// Box-filtered rasterisation on the recon grid: the mean of value(x, y, z) over supersample^dims
+// points inside each pixel (the image a finite-resolution scanner would see of the analytic object).
+template <typename T, typename F>
+std::vector<T> rasterise(const PhantomSpec& spec, int supersample, F value) {
+  const int nx = spec.nx, ny = spec.ny, nz = spec.dims == 3 ? spec.nz : 1;
+  const int ss = std::max(1, supersample), ssz = spec.dims == 3 ? ss : 1;
+  const double dx = spec.fov_mm[0] / nx, dy = spec.fov_mm[1] / ny, dz = spec.fov_mm[2] / nz;
+  std::vector<T> out(static_cast<std::size_t>(nx) * ny * nz);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int iz = 0; iz < nz; ++iz)
     for (int iy = 0; iy < ny; ++iy)
       for (int ix = 0; ix < nx; ++ix) {
-        double acc = 0.0;
+        T acc = 0.0;
         for (int sz = 0; sz < ssz; ++sz)
           for (int sy = 0; sy < ss; ++sy)
             for (int sx = 0; sx < ss; ++sx) {
               const double x = (ix - nx / 2 + (sx + 0.5) / ss - 0.5) * dx;
               const double y = (iy - ny / 2 + (sy + 0.5) / ss - 0.5) * dy;
-              const double z = spec_.dims == 3 ? (iz - nz / 2 + (sz + 0.5) / ssz - 0.5) * dz : 0.0;
-              for (const auto& e : shapes)
-                if (e.contains(x, y, z)) acc += e.intensity();
+              const double z = spec.dims == 3 ? (iz - nz / 2 + (sz + 0.5) / ssz - 0.5) * dz : 0.0;
+              acc += value(x, y, z);
             }
         out[(static_cast<std::size_t>(iz) * ny + iy) * nx + ix] = acc / (double(ss) * ss * ssz);
       }
   return out;
 }
+}  // namespace
+
+std::vector<double> Phantom::image(int slice, int supersample) const {
+  const auto& shapes = object(slice);
+  return rasterise<double>(spec_, supersample, [&](double x, double y, double z) {
+    double rho = 0.0;
+    for (const auto& e : shapes)
+      if (e.contains(x, y, z)) rho += e.intensity();
+    return rho;
+  });
+}
 
 std::vector<cdouble> Phantom::coil_image(int coil, int slice, int supersample) const {
-  const int nx = spec_.nx, ny = spec_.ny, nz = spec_.dims == 3 ? spec_.nz : 1;
-  const int ss = std::max(1, supersample), ssz = spec_.dims == 3 ? ss : 1;
-  const double dx = spec_.fov_mm[0] / nx, dy = spec_.fov_mm[1] / ny, dz = spec_.fov_mm[2] / nz;
   const double zs = slice_position(slice);
   const auto& shapes = object(slice);
-  std::vector<cdouble> out(static_cast<std::size_t>(nx) * ny * nz);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int iz = 0; iz < nz; ++iz)
-    for (int iy = 0; iy < ny; ++iy)
-      for (int ix = 0; ix < nx; ++ix) {
-        cdouble acc = 0.0;
-        for (int sz = 0; sz < ssz; ++sz)
-          for (int sy = 0; sy < ss; ++sy)
-            for (int sx = 0; sx < ss; ++sx) {
-              const double x = (ix - nx / 2 + (sx + 0.5) / ss - 0.5) * dx;
-              const double y = (iy - ny / 2 + (sy + 0.5) / ss - 0.5) * dy;
-              const double z = spec_.dims == 3 ? (iz - nz / 2 + (sz + 0.5) / ssz - 0.5) * dz : 0.0;
-              double rho = 0.0;
-              for (const auto& e : shapes)
-                if (e.contains(x, y, z)) rho += e.intensity();
-              if (rho != 0.0) acc += rho * sensitivity(coil, x, y, spec_.dims == 3 ? z : zs);
-            }
-        out[(static_cast<std::size_t>(iz) * ny + iy) * nx + ix] = acc / (double(ss) * ss * ssz);
-      }
-  return out;
+  return rasterise<cdouble>(spec_, supersample, [&](double x, double y, double z) {
+    double rho = 0.0;
+    for (const auto& e : shapes)
+      if (e.contains(x, y, z)) rho += e.intensity();
+    return rho != 0.0 ? rho * sensitivity(coil, x, y, spec_.dims == 3 ? z : zs) : cdouble(0.0);
+  });
 }
 
 void Phantom::compute_signal_level() {
