@@ -48,7 +48,9 @@ private:
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(int device)
-        : ctx_(std::make_shared<cuda::DeviceContext>(device)), plans_(ctx_) {}
+        : ctx_(std::make_shared<cuda::DeviceContext>(device)),
+          plans_(ctx_),
+          downloads_(std::make_shared<cuda::PinnedCache>(device)) {}
 
     Device device() const override { return Device::Cuda; }
     cudaStream_t stream() const { return ctx_->stream(); }
@@ -101,8 +103,10 @@ public:
         if (a.device() == Device::Cpu) return a;
         check_ours(a, "to_host", "a");
         DeviceGuard g(ctx_->device());
-        CArray h = CArray::host(a.shape());
         const std::string ctx = "download of " + a.shape().str();
+        // Into page-locked memory from the backend's cache (not zeroed: the copy overwrites it); the
+        // block returns to the cache when the result's last handle goes.
+        CArray h(a.shape(), downloads_->take(a.bytes(), ctx));
         if (a.bytes())
             LARMOR_CUDA_CHECK(cudaMemcpyAsync(h.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()), ctx);
         LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), ctx);
@@ -255,6 +259,7 @@ private:
 
     std::shared_ptr<cuda::DeviceContext> ctx_;
     cuda::CufftPlanCache plans_;
+    std::shared_ptr<cuda::PinnedCache> downloads_;  // shared with the arrays to_host returns
 };
 
 int device_count() {

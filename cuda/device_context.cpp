@@ -96,7 +96,90 @@ private:
     void* ptr_ = nullptr;
 };
 
+void* alloc_pinned(int device, size_t bytes, const std::string& what) {
+    DeviceGuard guard(device);
+    void* p = nullptr;
+    const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (e == cudaErrorMemoryAllocation)
+        throw std::runtime_error("cudaHostAlloc: out of page-locked host memory allocating " + std::to_string(bytes) +
+                                 " bytes for " + what);
+    if (e != cudaSuccess) throw_cuda("cudaHostAlloc", e, std::to_string(bytes) + " bytes for " + what);
+    return p;
+}
+
+void free_pinned(void* p) noexcept {
+    if (p && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
+}
+
 }  // namespace
+
+// A block of a PinnedCache, handed back to it when the last handle goes.
+class CachedPinnedStorage final : public Storage {
+public:
+    CachedPinnedStorage(std::shared_ptr<PinnedCache> cache, void* p, size_t bytes)
+        : cache_(std::move(cache)), ptr_(p), bytes_(bytes) {}
+    ~CachedPinnedStorage() override {
+        if (ptr_) cache_->give_back(ptr_, bytes_);
+    }
+    void* data() override { return ptr_; }
+    size_t bytes() const override { return bytes_; }
+    Device device() const override { return Device::Cpu; }
+    bool pinned() const override { return true; }
+
+private:
+    std::shared_ptr<PinnedCache> cache_;
+    void* ptr_;
+    size_t bytes_;
+};
+
+PinnedCache::~PinnedCache() {
+    for (auto& [bytes, blocks] : free_)
+        for (void* p : blocks) free_pinned(p);
+}
+
+std::shared_ptr<Storage> PinnedCache::take(size_t bytes, const std::string& what) {
+    void* p = nullptr;
+    if (bytes) {
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            auto it = free_.find(bytes);
+            if (it != free_.end() && !it->second.empty()) {
+                p = it->second.back();
+                it->second.pop_back();
+                total_ -= bytes;
+            }
+        }
+        if (!p) p = alloc_pinned(device_, bytes, what);
+    }
+    try {
+        return std::make_shared<CachedPinnedStorage>(shared_from_this(), p, bytes);
+    } catch (...) {
+        give_back(p, bytes);
+        throw;
+    }
+}
+
+size_t PinnedCache::cached_bytes() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return total_;
+}
+
+void PinnedCache::give_back(void* p, size_t bytes) noexcept {
+    if (!p) return;
+    try {
+        std::lock_guard<std::mutex> lock(m_);
+        if (bytes <= kMaxBytes && total_ + bytes <= kMaxBytes) {
+            std::vector<void*>& blocks = free_[bytes];
+            if (blocks.size() < kPerSize) {
+                blocks.push_back(p);
+                total_ += bytes;
+                return;
+            }
+        }
+    } catch (...) {  // bookkeeping allocation failed: free the block instead
+    }
+    free_pinned(p);
+}
 
 DeviceContext::DeviceContext(int device) : device_(device) {
     DeviceGuard guard(device_);

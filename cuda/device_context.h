@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/carray.h"
 
@@ -59,6 +61,35 @@ std::shared_ptr<Storage> make_device_storage(const std::shared_ptr<DeviceContext
 // Page-locked host memory (cudaHostAlloc), zeroed; pinned() is true.
 std::shared_ptr<Storage> make_pinned_storage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes,
                                              const std::string& what);
+// Page-locked host blocks reused across downloads (to_host): take() hands out a Storage whose block
+// comes back here when its last handle goes, so hold the cache through a shared_ptr (each Storage
+// keeps it alive, arrays may outlive their backend). Blocks are cached by exact size, at most
+// kPerSize of one size and kMaxBytes in all; larger blocks are freed when released. Thread-safe.
+class PinnedCache : public std::enable_shared_from_this<PinnedCache> {
+public:
+    static constexpr size_t kPerSize = 4;
+    static constexpr size_t kMaxBytes = size_t{256} << 20;
+
+    explicit PinnedCache(int device) : device_(device) {}
+    ~PinnedCache();
+    PinnedCache(const PinnedCache&) = delete;
+    PinnedCache& operator=(const PinnedCache&) = delete;
+
+    // `bytes` of page-locked host memory, contents unspecified (not zeroed); pinned() is true.
+    std::shared_ptr<Storage> take(size_t bytes, const std::string& what);
+    // Bytes held for reuse now.
+    size_t cached_bytes() const;
+
+private:
+    friend class CachedPinnedStorage;
+    void give_back(void* p, size_t bytes) noexcept;
+
+    int device_;
+    mutable std::mutex m_;
+    std::unordered_map<size_t, std::vector<void*>> free_;
+    size_t total_ = 0;
+};
+
 // Device of a CUDA array's storage, or -1 when it is not one of ours.
 int storage_device(const Storage& s);
 

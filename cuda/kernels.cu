@@ -79,6 +79,32 @@ __global__ void crop_pad_kernel(const float2* __restrict__ src, Dims sd, float2*
     }
 }
 
+// Crop/pad along x only (every other extent equal): row r of dst comes from row r of src, so no
+// per-row decoding; 32-bit indices (the launcher checks both arrays fit). T = float4 moves two
+// elements at once when the sizes and the shift are even (pairs are then wholly inside or outside).
+template <typename T>
+__global__ void crop_pad_x_kernel(const T* __restrict__ src, unsigned ns, T* __restrict__ dst, unsigned nd, int off,
+                                  unsigned rows) {
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= nd) return;
+    const int i = static_cast<int>(x) + off;
+    const bool inside = i >= 0 && static_cast<unsigned>(i) < ns;
+    for (unsigned r = blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += gridDim.y * blockDim.y)
+        dst[r * nd + x] = inside ? src[r * ns + static_cast<unsigned>(i)] : T{};
+}
+
+template <typename T>
+void launch_crop_pad_x(const T* src, long long ns, T* dst, long long nd, long long off, long long rows,
+                       cudaStream_t stream) {
+    const unsigned bx = static_cast<unsigned>(std::min(256LL, ((nd + 31) / 32) * 32));
+    const unsigned by = 256u / bx;
+    const dim3 block(bx, by);
+    const dim3 grid(static_cast<unsigned>((nd + bx - 1) / bx),
+                    static_cast<unsigned>(std::min((rows + by - 1) / by, 65535LL)));
+    crop_pad_x_kernel<T><<<grid, block, 0, stream>>>(src, static_cast<unsigned>(ns), dst, static_cast<unsigned>(nd),
+                                                     static_cast<int>(off), static_cast<unsigned>(rows));
+}
+
 // One thread per pair of elements {k, k'} (V = 2: two neighbouring pairs with 16-byte accesses).
 // Leaders k: x < nx/2 when x is transformed (partner x + nx/2), else rows whose index along the
 // first transformed axis is below half. The row part of each pair (and its signs) is decoded once per
@@ -226,6 +252,22 @@ void launch_crop_pad(const float2* src, const Dims& sd, float2* dst, const Dims&
     for (int a = 0; a < dd.rank; ++a) total *= dd.n[a];
     if (total == 0) return;
     const long long nx = dd.rank ? dd.n[0] : 1, rows = total / nx;
+    bool x_only = dd.rank >= 1 && sd.rank == dd.rank;
+    long long src_total = 1;
+    for (int a = 0; a < sd.rank; ++a) src_total *= sd.n[a];
+    for (int a = 1; a < dd.rank; ++a) x_only = x_only && sd.n[a] == dd.n[a];
+    constexpr long long kMax32 = (1LL << 31) - 1;
+    if (x_only && sd.n[0] > 0 && total <= kMax32 && src_total <= kMax32) {
+        // Same centring convention as crop_pad_kernel: dst x reads src x + sx/2 - nx/2.
+        const long long sx = sd.n[0], off = sx / 2 - nx / 2;
+        if (nx % 2 == 0 && sx % 2 == 0 && off % 2 == 0 && aligned16(src) && aligned16(dst))
+            launch_crop_pad_x(reinterpret_cast<const float4*>(src), sx / 2, reinterpret_cast<float4*>(dst), nx / 2,
+                              off / 2, rows, stream);
+        else
+            launch_crop_pad_x(src, sx, dst, nx, off, rows, stream);
+        LARMOR_CUDA_LAUNCH_CHECK("crop_pad_x_kernel", std::to_string(total) + " elements");
+        return;
+    }
     const dim3 grid(grid_for(nx, 64), static_cast<unsigned>(std::min(rows, 65535LL)));
     crop_pad_kernel<<<grid, kThreads, 0, stream>>>(src, sd, dst, dd, rows);
     LARMOR_CUDA_LAUNCH_CHECK("crop_pad_kernel", std::to_string(total) + " elements");

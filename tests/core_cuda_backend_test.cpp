@@ -351,6 +351,96 @@ TEST(CoreCudaBackend, PrimitivesMatchCpu) {
     }
 }
 
+// Crop/pad along x only takes a row kernel (float4 when sizes and shift are even): crop and pad, even
+// and odd sizes, odd and even shifts, 1 to > 65535 * 8 rows (the row loop), bit-exact against the CPU.
+TEST(CoreCudaBackend, CropPadAlongXMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    const std::pair<size_t, size_t> xs[] = {{512, 256}, {256, 512}, {16, 9}, {9, 16}, {15, 8}, {8, 15}, {6, 2},
+                                            {6, 4},     {10, 4},    {4, 10}, {7, 3},  {3, 7},  {1, 5},  {5, 1}};
+    const Shape rest[] = {{}, {1}, {3}, {7, 5}, {33, 1, 4}};
+    unsigned seed = 500;
+    auto check = [&](const Shape& ss, const Shape& ds) {
+        const CArray src = test::random_array(ss, seed++);
+        CArray dc = CArray::host(ds), dg = gpu->empty(ds);
+        std::fill(dc.data(), dc.data() + dc.size(), cfloat(7.f, 7.f));
+        cpu->crop_pad_centred(src, dc);
+        gpu->crop_pad_centred(gpu->to_device(src), dg);
+        const CArray got = gpu->to_host(dg);
+        ASSERT_EQ(got.size(), dc.size());
+        EXPECT_TRUE(std::equal(got.data(), got.data() + got.size(), dc.data()))
+            << "crop " << ss.str() << " -> " << ds.str();
+    };
+    for (const auto& [ns, nd] : xs)
+        for (const Shape& r : rest) {
+            Shape ss{ns}, ds{nd};
+            for (int a = 0; a < r.rank(); ++a) {
+                ss.push_back(r[a]);
+                ds.push_back(r[a]);
+            }
+            check(ss, ds);
+        }
+    check({512, 256, 1, 32}, {256, 256, 1, 32});
+    check({256, 256, 1, 32}, {512, 256, 1, 32});
+    check({8, 600000}, {4, 600000});  // float4, rows beyond one grid
+    check({3, 600000}, {2, 600000});  // scalar, rows beyond one grid
+    check({2, 70000}, {5, 70000});
+}
+
+// Downloads land in page-locked blocks reused across calls; every result keeps its own data while
+// alive, and results outlive the backend.
+TEST(CoreCudaBackend, DownloadsArePinnedAndReused) {
+    REQUIRE_CUDA();
+    const Shape s{256, 256, 1};
+    const CArray x1 = test::random_array(s, 61), x2 = test::random_array(s, 62), x3 = test::random_array(s, 63);
+    auto same = [](const CArray& a, const CArray& b) {
+        return a.size() == b.size() && std::equal(a.data(), a.data() + a.size(), b.data());
+    };
+    CArray kept;
+    {
+        auto gpu = make_cuda_backend();
+        const CArray d1 = gpu->to_device(x1), d2 = gpu->to_device(x2), d3 = gpu->to_device(x3);
+        CArray h1 = gpu->to_host(d1);
+        CArray h2 = gpu->to_host(d2);
+        EXPECT_EQ(h1.device(), Device::Cpu);
+        EXPECT_TRUE(h1.pinned());
+        EXPECT_TRUE(h2.pinned());
+        EXPECT_NE(h1.data(), h2.data());
+        EXPECT_TRUE(same(h1, x1));
+        EXPECT_TRUE(same(h2, x2));
+        // h1's block goes back and is reused; h2 keeps its data through later downloads
+        const cfloat* p1 = h1.data();
+        h1 = CArray();
+        CArray h3 = gpu->to_host(d3);
+        EXPECT_EQ(h3.data(), p1) << "the released block was not reused";
+        CArray h4 = gpu->to_host(d1);
+        EXPECT_NE(h4.data(), h2.data());
+        EXPECT_NE(h4.data(), h3.data());
+        EXPECT_TRUE(same(h2, x2));
+        EXPECT_TRUE(same(h3, x3));
+        EXPECT_TRUE(same(h4, x1));
+        for (int i = 0; i < 10; ++i) {  // steady state: same blocks over and over
+            const CArray a = gpu->to_host(i % 2 ? d1 : d3);
+            EXPECT_TRUE(same(a, i % 2 ? x1 : x3)) << i;
+            EXPECT_TRUE(same(h2, x2)) << i;
+        }
+        // other shapes, empty arrays, and a host array passes through
+        const CArray small = gpu->to_host(gpu->to_device(test::random_array({5, 3}, 64)));
+        EXPECT_TRUE(same(small, test::random_array({5, 3}, 64)));
+        const CArray none = gpu->to_host(gpu->empty({0}));
+        EXPECT_EQ(none.size(), 0u);
+        EXPECT_EQ(none.device(), Device::Cpu);
+        EXPECT_EQ(gpu->to_host(x1).data(), x1.data());
+        kept = h2;
+        h3 = CArray();  // back to the cache, freed with it once the backend and `kept` are gone
+    }
+    EXPECT_TRUE(same(kept, x2)) << "download lost after its backend was destroyed";
+    std::fill(kept.data(), kept.data() + kept.size(), cfloat(1.f, 2.f));
+    kept = CArray();
+    SUCCEED();
+}
+
 TEST(CoreCudaBackend, WalshMatchesCpu) {
     REQUIRE_CUDA();
     auto gpu = make_cuda_backend();
