@@ -444,6 +444,30 @@ TEST_F(ServerWithClient, RealDatasetGadgetronXmlChainReturnsImages) {
     EXPECT_GT(status_field(query(server.port(), "larmor::status"), "images_sent"), 0);
 }
 
+// Several clients replaying one scan file at once (ISMRMRD opens inputs read-write, so without the
+// client's HDF5 locking opt-out only the first could open it).
+TEST_F(ServerWithClient, EightClientsStreamTheSameFileAtOnce) {
+    if (!file_exists(kDataset)) GTEST_SKIP() << "dataset absent: " << kDataset;
+    ServerProcess server;
+    const DatasetCopy copy;  // one file shared by all eight clients
+    std::vector<std::future<test::ProcessResult>> runs;
+    for (int i = 0; i < 8; ++i) {
+        const std::string out = out_path("same-file-" + std::to_string(i));
+        runs.push_back(std::async(std::launch::async, [&, out] {
+            auto r = test::run_process({test::client_binary(), "-a", "127.0.0.1", "-p", std::to_string(server.port()),
+                                        "-f", copy.path(), "-c", "counter", "-o", out},
+                                       300s);
+            ::unlink(out.c_str());
+            return r;
+        }));
+    }
+    for (auto& f : runs) {
+        const auto r = f.get();
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_EQ(counted_acquisitions(r.output), 69) << r.output;
+    }
+}
+
 TEST_F(ServerWithClient, UnknownChainIsReportedAndClientExitsCleanly) {
     if (!file_exists(kDataset)) GTEST_SKIP() << "dataset absent: " << kDataset;
     ServerProcess server;
