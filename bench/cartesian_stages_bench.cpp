@@ -15,7 +15,14 @@ namespace {
 
 using namespace larmor;
 
-enum class Op { UploadLine, FftReadout, CropReadout, Whiten, Fft2d, Rss, Walsh, Combine, Download, Alloc };
+// Walsh: per-pixel maps (stride 1), a grid of spacing 4 and the default spacing (= the 7x7 window),
+// side by side.
+// LineBatch: what AccumulateTrigger does per 16 readouts (readout IFFT, crop, FFT, whitening,
+// placement into the buffer); DownloadMagnitude: ImageFinish's magnitude taken on the device.
+enum class Op {
+    UploadLine, LineBatch, FftReadout, CropReadout, Whiten, Fft2d, Rss, Walsh, WalshStride4, WalshStride7, Combine, Download,
+    DownloadMagnitude, Alloc
+};
 
 void stage(benchmark::State& state, bool gpu, Op op) {
     if (gpu && !cuda_available()) {
@@ -34,18 +41,38 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     CArray maps = be->empty(half.shape());
     std::vector<cfloat> w(nc * nc);
     for (size_t i = 0; i < w.size(); ++i) w[i] = cfloat(i % (nc + 1) == 0 ? 1.f : 0.01f, 0.f);
+    const size_t kb = 16;
+    CArray batch = be->zeros({ro, kb, nc});
+    std::vector<Backend::LinePlacement> where;
+    for (size_t k = 0; k < kb; ++k) where.push_back({k * 9, 0.f, 1.f});
+    std::vector<float> magnitude(ny * ro / 2);
     be->synchronize();
     std::function<void()> run;
     switch (op) {
     case Op::UploadLine: run = [&] { be->upload_rows(line.data.data(), ro, ro, nc, raw, 5 * ro, ro * ny); }; break;
+    case Op::LineBatch:
+        run = [&] {
+            CArray x = batch;
+            be->fft(x, 1u, FFTDirection::Inverse);
+            CArray y = be->empty({ro / 2, kb, nc});
+            be->crop_pad_centred(x, y);
+            be->fft(y, 1u, FFTDirection::Forward);
+            CArray z = be->empty(y.shape());
+            be->mix_last_axis(y, w, z);
+            be->place_lines(z, where, half);
+        };
+        break;
     case Op::FftReadout: run = [&] { CArray x = raw; be->fft(x, 1u, FFTDirection::Inverse); }; break;
     case Op::CropReadout: run = [&] { be->crop_pad_centred(raw, half); }; break;
     case Op::Whiten: run = [&] { CArray y = be->empty(half.shape()); be->mix_last_axis(half, w, y); }; break;
     case Op::Fft2d: run = [&] { CArray x = half; be->fft(x, 3u, FFTDirection::Inverse); }; break;
     case Op::Rss: run = [&] { be->rss_last_axis(half, one); }; break;
-    case Op::Walsh: run = [&] { be->walsh_sensitivities(half, 7, maps); }; break;
+    case Op::Walsh: run = [&] { be->walsh_sensitivities(half, 7, 1, maps); }; break;
+    case Op::WalshStride4: run = [&] { be->walsh_sensitivities(half, 7, 4, maps); }; break;
+    case Op::WalshStride7: run = [&] { be->walsh_sensitivities(half, 7, 7, maps); }; break;
     case Op::Combine: run = [&] { be->combine_last_axis(half, maps, one); }; break;
     case Op::Download: run = [&] { CArray h = be->to_host(one); benchmark::DoNotOptimize(h.data()); }; break;
+    case Op::DownloadMagnitude: run = [&] { be->download_part(one, ComplexPart::Magnitude, magnitude.data()); }; break;
     case Op::Alloc: run = [&] { CArray a = be->empty(raw.shape()); benchmark::DoNotOptimize(a.data()); }; break;
     }
     for (int i = 0; i < 3; ++i) run();
@@ -61,14 +88,18 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     BENCHMARK_CAPTURE(stage, name##_CPU, false, Op::name)->Unit(benchmark::kMicrosecond)->UseRealTime()
 
 LARMOR_STAGE(UploadLine);
+LARMOR_STAGE(LineBatch);
 LARMOR_STAGE(FftReadout);
 LARMOR_STAGE(CropReadout);
 LARMOR_STAGE(Whiten);
 LARMOR_STAGE(Fft2d);
 LARMOR_STAGE(Rss);
 LARMOR_STAGE(Walsh);
+LARMOR_STAGE(WalshStride4);
+LARMOR_STAGE(WalshStride7);
 LARMOR_STAGE(Combine);
 LARMOR_STAGE(Download);
+LARMOR_STAGE(DownloadMagnitude);
 LARMOR_STAGE(Alloc);
 
 }  // namespace

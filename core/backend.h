@@ -13,6 +13,9 @@ namespace larmor {
 
 enum class FFTDirection { Forward, Inverse };
 
+// A real-valued view of complex data: |z|, Re z, Im z, arg z.
+enum class ComplexPart { Magnitude, Real, Imag, Phase };
+
 // Bit i set = transform along axis i.
 using AxisMask = unsigned;
 
@@ -36,6 +39,12 @@ public:
     // Waits for all queued work of this backend.
     virtual void synchronize() = 0;
 
+    // Writes one real part of every element of x to host memory at out (x.size() floats) and
+    // returns when it is there. Magnitude is computed in double before rounding to float (no
+    // overflow for any float input); Phase is atan2(Im, Re). On a device the part is computed there,
+    // so only the floats cross the bus (half of the complex image).
+    virtual void download_part(const CArray& x, ComplexPart part, float* out) = 0;
+
     // Writes `rows` rows of `row_len` elements from host memory (row i at src + i * src_pitch) into
     // dst at element dst_offset + i * dst_pitch. Returns as soon as `src` may be reused; on a device
     // the copy is ordered before all later work of this backend. The accumulator streams each
@@ -43,6 +52,19 @@ public:
     // left (the frame latency does not include uploading the whole frame).
     virtual void upload_rows(const cfloat* src, size_t src_pitch, size_t row_len, size_t rows, CArray& dst,
                              size_t dst_offset, size_t dst_pitch) = 0;
+
+    // Writes the lines of a batch into a larger buffer: src viewed as [L, K, C] and dst as [L, E, C]
+    // (L = first axis, C = last axis, the axes between flattened), and for each placement k,
+    //   dst[:, where[k].line, c] = where[k].keep * dst[:, where[k].line, c] + where[k].scale * src[:, k, c]
+    // (keep == 0 overwrites without reading dst). Lines must be distinct. The accumulator uses it to
+    // put processed readouts in place, keep = (n-1)/n and scale = 1/n keeping a running mean of lines
+    // acquired n times (averages).
+    struct LinePlacement {
+        size_t line = 0;
+        float keep = 0.f;
+        float scale = 1.f;
+    };
+    virtual void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) = 0;
 
     // Centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT over the axes in
     // `axes`, batched over all others. Forward uses exp(-i...), Inverse exp(+i...). The result is
@@ -62,10 +84,13 @@ public:
     virtual void rss_last_axis(const CArray& x, CArray& y) = 0;
 
     // Coil sensitivities by the adaptive method of Walsh, Gmitro & Marcellin (MRM 43:682, 2000):
-    // per pixel, the dominant eigenvector of the coil correlation matrix averaged over a
-    // kernel x kernel neighbourhood in (x, y). x is [X, Y, Z..., C]; maps has the same shape, each
-    // pixel's vector unit-norm with the phase of a reference coil removed.
-    virtual void walsh_sensitivities(const CArray& x, int kernel, CArray& maps) = 0;
+    // the dominant eigenvector of the coil correlation matrix summed over a kernel x kernel
+    // neighbourhood in (x, y), unit norm, with the phase of a reference coil (the strongest over the
+    // whole array) removed. x is [X, Y, Z..., C], every slice independent; maps has the same shape.
+    // The eigenvectors are computed exactly on a grid of spacing `stride` >= 1 in x and y (points
+    // min(i * stride, X - 1), so the image corners are grid points) and bilinearly interpolated and
+    // renormalised in between; stride 1 computes every pixel.
+    virtual void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps) = 0;
 
     // y = sum_c conj(s_c) x_c / sum_c |s_c|^2 over the last axis (optimal combination with maps).
     virtual void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) = 0;

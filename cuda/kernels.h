@@ -45,11 +45,17 @@ void launch_rss(const float2* x, long long pixels, long long coils, float2* y, c
 void launch_combine(const float2* x, const float2* maps, long long pixels, long long coils, float2* y,
                     cudaStream_t stream);
 
-// Walsh maps: x [nx, ny, slices, coils]; scratch needs walsh_scratch_bytes(coils).
+// Walsh maps (walsh.cu): x and maps [nx, ny, slices, coils], exact eigenvectors every `stride`
+// pixels in x and y, interpolated in between; scratch needs walsh_scratch_bytes(dims).
 constexpr int kWalshMaxCoils = 64;
-size_t walsh_scratch_bytes(int coils);
-void launch_walsh(const float2* x, long long nx, long long ny, long long slices, int coils, int kernel, void* scratch,
-                  float2* maps, cudaStream_t stream);
+struct WalshDims {
+    long long nx = 0, ny = 0, slices = 0;
+    int coils = 0;
+    int kernel = 1;
+    int stride = 1;
+};
+size_t walsh_scratch_bytes(const WalshDims& d);
+void launch_walsh(const float2* x, const WalshDims& d, void* scratch, float2* maps, cudaStream_t stream);
 
 // True when this binary carries code the current device can run (checked by cuda_available()).
 bool kernels_loadable();

@@ -1,12 +1,30 @@
-// Adaptive coil sensitivities on the GPU (Walsh, Gmitro & Marcellin, MRM 43:682, 2000), same recipe
-// as core/cpu/walsh.cpp so the two agree to float rounding: per pixel, R = sum over the window of
-// v v^H, kWalshIterations power iterations from R's column with the largest diagonal, unit norm, and
-// the phase of the strongest coil (largest energy over the whole image) removed.
+// Adaptive coil sensitivities on the GPU (Walsh, Gmitro & Marcellin, "Adaptive reconstruction of
+// phased array MR imagery", MRM 43:682, 2000), the same recipe as core/cpu/walsh.cpp so the two
+// agree to float rounding: at every point of a grid of spacing `stride` (min(i * stride, n - 1) along
+// x and y), R = sum over the kernel x kernel window of v v^H, kWalshIterations power iterations from
+// R's column with the largest diagonal, unit norm, the phase of the strongest coil (largest energy
+// over the whole array) removed; between grid points, bilinear interpolation and unit norm again.
 //
-// One 128-thread block per pixel: R (C x C, C <= 64, rows padded to C + 1 so the row-wise
-// matrix-vector product is free of bank conflicts) lives in shared memory; the window's coil vectors
-// are staged through shared memory in chunks so each value is read from global memory once.
+// Where the time goes (256 x 256 x 32 coils, kernel 7, stride 4: 65 x 65 = 4225 grid points). The
+// sums over the window are separable, as on the CPU: column sums over the window's 7 rows, then 7 of
+// them per point. Counting complex multiply-adds (CMAC, 4 FMA) on 36 4x4 tiles (576 entries) of the
+// upper triangle of R:
+//   column sums    65 grid rows x ~281 columns (strips overlap by 3) x 7 rows x 576 =  74 M CMAC
+//   window sums    4225 x 7 columns x 576 complex adds                                =  17 M CADD
+//   power steps    4225 x 20 x 32^2                                                   =  87 M CMAC
+// so 0.64 G FMA = 1.3 GFLOP: 19 us at the H200's 67 TFLOP/s FP32 if every issue slot were an FMA.
+// With the loads, reductions and barriers around them (and column chunks of 8 for 35 columns per
+// strip) it is ~29 M warp instructions, 28 us at one instruction per scheduler and cycle. Per pixel
+// (stride 1) the same code does ~12x the work. Memory is small next to it: x is read twice (energy,
+// windows; 17 MB each, mostly from L2) and the maps written once (17 MB, ~4 us at 4.1 TB/s). Hence
+// one compute-bound kernel that keeps everything on chip (grid_kernel) between a bandwidth-bound
+// energy reduction and a bandwidth-bound interpolation.
+//
+// The FP32 CUDA cores do the arithmetic: TF32 tensor cores would lose the 1e-5 agreement with the CPU
+// reference, and R's Hermitian symmetry halves the formation, which a tensor-core GEMM would not.
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "core/cpu/backend_checks.h"
 #include "cuda/cuda_check.h"
@@ -15,166 +33,559 @@
 namespace larmor::cuda {
 namespace {
 
-constexpr int kWalshThreads = 128;
+// ---------------------------------------------------------------------------------------------
+// Strongest coil. The phase reference must be the same coil on both backends, so the energies are
+// summed in double (like the CPU) and in a fixed order (deterministic). One block per coil would
+// use 32 of the 132 SMs; instead every block sums one chunk of one coil, and the grid kernel adds
+// the chunks in order.
 
-int chunk_points(int coils) { return std::max(1, 1024 / coils); }
+constexpr int kEnergyThreads = 256;
+constexpr int kEnergyPerThread = 16;
+constexpr long long kEnergyChunk = static_cast<long long>(kEnergyThreads) * kEnergyPerThread;
 
-size_t walsh_shared_bytes(int coils) {
-    return (static_cast<size_t>(coils) * (coils + 1) + 2 * static_cast<size_t>(coils) +
-            static_cast<size_t>(chunk_points(coils)) * coils) *
-               sizeof(float2) +
-           32 * sizeof(float);
-}
+long long energy_chunks(long long pixels) { return (pixels + kEnergyChunk - 1) / kEnergyChunk; }
 
-__global__ void coil_energy_kernel(const float2* __restrict__ x, long long pixels, double* energy) {
-    __shared__ double part[256];
-    const float2* xc = x + blockIdx.x * pixels;
-    double acc = 0.0;
-    for (long long p = threadIdx.x; p < pixels; p += blockDim.x)
-        acc += static_cast<double>(xc[p].x) * xc[p].x + static_cast<double>(xc[p].y) * xc[p].y;
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) energy[blockIdx.x] = part[0];
-}
-
-__global__ void strongest_coil_kernel(const double* energy, int coils, int* ref) {
-    int best = 0;
-    for (int c = 1; c < coils; ++c)
-        if (energy[c] > energy[best]) best = c;
-    *ref = best;
-}
-
-__device__ float block_sum(float v, float* red) {
+__device__ double warp_sum(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();  // red may still be read from the previous sum
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float t = 0.f;
-    for (int k = 0; k < kWalshThreads / 32; ++k) t += red[k];
-    return t;
+    return v;
 }
 
-__global__ void __launch_bounds__(kWalshThreads) walsh_kernel(const float2* __restrict__ x, long long nx, long long ny,
-                                                               long long pixels, int nc, int lo, int hi, int chunk,
-                                                               const int* __restrict__ ref_coil,
-                                                               float2* __restrict__ maps) {
-    extern __shared__ float2 sm[];
-    const int ld = nc + 1;
-    float2* r = sm;
-    float2* v = r + nc * ld;
-    float2* w = v + nc;
-    float2* buf = w + nc;
-    float* red = reinterpret_cast<float*>(buf + chunk * nc);
-    __shared__ int j0s;
-    const int tid = threadIdx.x;
-    const int ref = *ref_coil;
-
-    for (long long p = blockIdx.x; p < pixels; p += gridDim.x) {
-        const long long xx = p % nx, y = (p / nx) % ny, base = p - xx - y * nx;
-        const long long x0 = max(0LL, xx - lo), x1 = min(nx - 1, xx + hi);
-        const long long y0 = max(0LL, y - lo), y1 = min(ny - 1, y + hi);
-        const int wx = static_cast<int>(x1 - x0 + 1), npts = wx * static_cast<int>(y1 - y0 + 1);
-
-        for (int t = tid; t < nc * nc; t += kWalshThreads) r[(t / nc) * ld + t % nc] = make_float2(0.f, 0.f);
-        for (int q0 = 0; q0 < npts; q0 += chunk) {
-            const int nq = min(chunk, npts - q0);
-            __syncthreads();  // previous chunk consumed
-            for (int e = tid; e < nq * nc; e += kWalshThreads) {
-                const int c = e / nq, q = q0 + e % nq;  // consecutive threads: consecutive x of one coil
-                const long long pix = base + (y0 + q / wx) * nx + x0 + q % wx;
-                buf[(e % nq) * nc + c] = x[c * pixels + pix];
-            }
-            __syncthreads();
-            for (int t = tid; t < nc * nc; t += kWalshThreads) {
-                const int i = t / nc, j = t % nc;
-                float2 acc = r[i * ld + j];
-                for (int q = 0; q < nq; ++q) {
-                    const float2 a = buf[q * nc + i], b = buf[q * nc + j];  // a conj(b)
-                    acc.x += a.x * b.x + a.y * b.y;
-                    acc.y += a.y * b.x - a.x * b.y;
-                }
-                r[i * ld + j] = acc;
-            }
+__global__ void __launch_bounds__(kEnergyThreads) coil_energy_kernel(const float2* __restrict__ x, long long pixels,
+                                                                      double* __restrict__ partial) {
+    const long long chunk = blockIdx.x;
+    const float2* xc = x + static_cast<long long>(blockIdx.y) * pixels;
+    const long long begin = chunk * kEnergyChunk;
+    double acc = 0.0;
+#pragma unroll
+    for (int k = 0; k < kEnergyPerThread; ++k) {  // all loads issued before the sums need them
+        const long long p = begin + static_cast<long long>(k) * kEnergyThreads + threadIdx.x;
+        if (p < pixels) {
+            const float2 v = xc[p];
+            acc += static_cast<double>(v.x) * v.x + static_cast<double>(v.y) * v.y;
         }
-        __syncthreads();
-        if (tid == 0) {
-            int j0 = 0;
-            for (int i = 1; i < nc; ++i)
-                if (r[i * ld + i].x > r[j0 * ld + j0].x) j0 = i;
-            j0s = j0;
-        }
-        __syncthreads();
-        const int j0 = j0s;
-        if (!(r[j0 * ld + j0].x > 0.f)) {
-            if (tid < nc) maps[tid * pixels + p] = make_float2(0.f, 0.f);
-            __syncthreads();
-            continue;
-        }
-        if (tid < nc) v[tid] = r[tid * ld + j0];
-        float n2 = block_sum(tid < nc ? v[tid].x * v[tid].x + v[tid].y * v[tid].y : 0.f, red);
-        if (tid < nc) {
-            const float inv = 1.f / sqrtf(n2);
-            v[tid] = make_float2(v[tid].x * inv, v[tid].y * inv);
-        }
-        __syncthreads();
-        for (int it = 0; it < detail::kWalshIterations; ++it) {
-            float2 s = make_float2(0.f, 0.f);
-            if (tid < nc) {
-                const float2* row = r + tid * ld;
-                for (int j = 0; j < nc; ++j) {
-                    const float2 a = row[j], b = v[j];
-                    s.x += a.x * b.x - a.y * b.y;
-                    s.y += a.x * b.y + a.y * b.x;
-                }
-                w[tid] = s;
-            }
-            n2 = block_sum(s.x * s.x + s.y * s.y, red);
-            if (!(n2 > 0.f)) break;
-            if (tid < nc) {
-                const float inv = 1.f / sqrtf(n2);
-                v[tid] = make_float2(s.x * inv, s.y * inv);
-            }
-            __syncthreads();
-        }
-        __syncthreads();
-        if (tid < nc) {
-            const float2 vr = v[ref];
-            const float mag = sqrtf(vr.x * vr.x + vr.y * vr.y);
-            float2 out = v[tid];
-            if (mag > 0.f) {  // v * conj(vr) / |vr|
-                const float cr = vr.x / mag, ci = -vr.y / mag;
-                out = make_float2(out.x * cr - out.y * ci, out.x * ci + out.y * cr);
-            }
-            maps[tid * pixels + p] = out;
-        }
-        __syncthreads();
     }
+    __shared__ double part[kEnergyThreads / 32];
+    acc = warp_sum(acc);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (int w = 0; w < kEnergyThreads / 32; ++w) t += part[w];
+        partial[static_cast<long long>(blockIdx.y) * gridDim.x + chunk] = t;
+    }
+}
+
+// The strongest coil from the partial energies, by one warp: coil c's chunks added in order, then the
+// first maximum (largest energy, smallest index on ties, as the CPU). Every block that needs it
+// computes it (a few KB from L2) instead of a one-block kernel in between: one launch less.
+__device__ int strongest_coil(const double* __restrict__ partial, long long chunks, int coils) {
+    const int lane = threadIdx.x & 31;
+    double best = -1.0;
+    int best_c = 0;
+    for (int c = lane; c < kWalshMaxCoils; c += 32) {
+        if (c >= coils) break;
+        double e = 0.0;
+        for (long long k = 0; k < chunks; ++k) e += partial[c * chunks + k];
+        if (e > best) {  // c grows: ties keep the smaller index
+            best = e;
+            best_c = c;
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const double ob = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oc = __shfl_xor_sync(0xffffffffu, best_c, o);
+        if (ob > best || (ob == best && oc < best_c)) {
+            best = ob;
+            best_c = oc;
+        }
+    }
+    return best_c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grid eigenvectors. One block per strip of P consecutive grid points of one grid row: they share
+// the window rows, and neighbouring windows overlap. Coils are padded to CP (8, 16, 32 or 64) with
+// zeros, which changes neither R's nonzero entries nor the power iteration.
+//
+// Phase 1, formation. Each thread owns one 4x4 tile of one point's R in registers (only tiles on
+// and above the diagonal: R is Hermitian, the others are conjugate transposes). The strip's columns
+// go through in chunks of P: the window rows of a chunk are staged in shared memory pixel-major (all
+// coils of a pixel contiguous, so a thread reads 2 coils per 16-byte load), thread (slot q, tile)
+// sums its tile of v v^H down column q (4 x 16-byte loads for 16 CMAC = 64 FMA per pixel: FMA-bound,
+// not shared-memory-bound), publishes the column sum, and every point's thread of that tile adds
+// the column sums inside its window. Neighbouring windows overlap (by kernel - stride columns), so a
+// column sum serves up to two points instead of being recomputed: 35 instead of 49 outer products
+// per point at kernel 7, stride 4, and R summed in the CPU's order (rows, then columns).
+//
+// Phase 2, power iteration: R goes through shared memory (in place of the column sums, no longer
+// needed) into row layout, one row (or half a row for CP = 64) per thread in registers, so the 20
+// matrix-vector products read R from registers and only v from shared memory (one broadcast 16-byte
+// load per two CMAC). A point's rows fit one warp for CP <= 32, so its iteration needs no block
+// barrier at all.
+
+constexpr int imax(int a, int b) { return a > b ? a : b; }
+constexpr size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
+
+template <int CP>
+struct GridCfg {
+    static constexpr int kPitch = CP + 2;          // float2 per staged pixel / R row: 16-byte aligned, no
+                                                   // bank conflicts for row-wise 16-byte loads
+    static constexpr int kTiles1d = CP / 4;
+    static constexpr int kTiles = kTiles1d * (kTiles1d + 1) / 2;  // 4x4 tiles on/above the diagonal
+    static constexpr int kSeg = CP < 32 ? CP : 32;  // row entries per power-iteration thread
+    static constexpr int kLanesPerRow = CP / kSeg;
+    static constexpr int kGroup = CP * kLanesPerRow;  // threads per point in the power iteration
+    // Points per block: 256-288 threads in both phases.
+    static constexpr int kPoints = CP == 8 ? 32 : CP == 16 ? 16 : CP == 32 ? 8 : 2;
+    static constexpr int kFormers = kPoints * kTiles;
+    static constexpr int kThreads = ((imax(kFormers, kPoints * kGroup) + 31) / 32) * 32;
+    static constexpr size_t kRBytes = static_cast<size_t>(kPoints) * CP * kPitch * sizeof(float2);
+    // Column sums of P columns (16 entries per tile), then the staged pixels: up to 24 KB of rows of
+    // P pixels (11 rows for CP = 32, so a kernel of 7 is staged at once). R takes their place.
+    static constexpr size_t kCsumBytes = static_cast<size_t>(kPoints) * 16 * kTiles * sizeof(float2);
+    static constexpr size_t kStageBytes = static_cast<size_t>(24) << 10;
+    static constexpr size_t kUnionBytes = zmax(kRBytes, kCsumBytes + kStageBytes);
+    static constexpr size_t kVBytes = static_cast<size_t>(kPoints) * CP * sizeof(float2);
+    static constexpr size_t kRedBytes = static_cast<size_t>(kPoints) * (kGroup > 32 ? kGroup / 32 : 1) * sizeof(float);
+    static constexpr size_t kSharedBytes = kUnionBytes + kVBytes + ((kRedBytes + 15) / 16) * 16;
+};
+
+struct GridArgs {
+    const float2* x;
+    long long nx, ny, pixels;
+    int nc;
+    int lo, hi, stride;
+    long long gx, gy, gpoints;
+    int band_rows;  // staged rows per pass (of P columns)
+    const double* energy;  // [coil][chunk] partial energies
+    long long energy_chunks;
+    float2* out;  // [coil][gpoints]; the maps themselves when stride == 1
+};
+
+// acc += a conj(b)
+__device__ __forceinline__ void cmac_conj(float2& acc, float2 a, float2 b) {
+    acc.x = fmaf(a.x, b.x, acc.x);
+    acc.x = fmaf(a.y, b.y, acc.x);
+    acc.y = fmaf(a.y, b.x, acc.y);
+    acc.y = fmaf(-a.x, b.y, acc.y);
+}
+
+// acc += a b
+__device__ __forceinline__ void cmac(float2& acc, float2 a, float2 b) {
+    acc.x = fmaf(a.x, b.x, acc.x);
+    acc.x = fmaf(-a.y, b.y, acc.x);
+    acc.y = fmaf(a.x, b.y, acc.y);
+    acc.y = fmaf(a.y, b.x, acc.y);
+}
+
+// Barrier of the first `count` threads (a multiple of 32) only: for CP = 64 a point's power
+// iteration spans 4 warps, and warps of absent points (the last strip of a row) must not be waited for.
+__device__ __forceinline__ void named_barrier(int count) {
+    asm volatile("bar.sync 1, %0;" ::"r"(count) : "memory");
+}
+
+// Grid point i along an axis of n pixels: min(i * stride, n - 1).
+__device__ __forceinline__ int grid_coord(long long i, int stride, int n) {
+    return static_cast<int>(min(i * stride, static_cast<long long>(n - 1)));
+}
+
+// Sum over the kGroup threads of one point (all of them must call it).
+template <int CP>
+__device__ float group_sum(float v, float* red, int barrier_count) {
+    using Cfg = GridCfg<CP>;
+    if constexpr (Cfg::kGroup <= 32) {
+        for (int o = Cfg::kGroup / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        return v;
+    } else {
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        const int lane_in_group = threadIdx.x % Cfg::kGroup;
+        if ((lane_in_group & 31) == 0) red[lane_in_group >> 5] = v;
+        named_barrier(barrier_count);
+        float t = 0.f;
+        for (int w = 0; w < Cfg::kGroup / 32; ++w) t += red[w];
+        return t;
+    }
+}
+
+template <int CP>
+__device__ __forceinline__ void group_sync(int barrier_count) {
+    if constexpr (GridCfg<CP>::kGroup <= 32) {
+        __syncwarp();
+    } else {
+        named_barrier(barrier_count);
+    }
+}
+
+template <int CP>
+__global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(const GridArgs a) {
+    using Cfg = GridCfg<CP>;
+    constexpr int P = Cfg::kPoints, kPitch = Cfg::kPitch, kThreads = Cfg::kThreads;
+    extern __shared__ float4 smem4[];
+    // [column sums | staging], then R: [P][CP][kPitch]
+    float2* vs = reinterpret_cast<float2*>(smem4) + Cfg::kUnionBytes / sizeof(float2);  // [P][CP]
+    float* red = reinterpret_cast<float*>(vs + P * CP);     // [P][kGroup / 32]
+    const int tid = threadIdx.x;
+
+    // Image coordinates in 32 bits (the launcher checks they fit; fewer registers), offsets in 64.
+    const int nx = static_cast<int>(a.nx), ny = static_cast<int>(a.ny);
+    const long long strips = (a.gx + P - 1) / P;
+    const long long strip = blockIdx.x % strips, grow = blockIdx.x / strips;  // grow = slice * gy + j
+    const long long j = grow % a.gy, slice = grow / a.gy;
+    const long long i0 = strip * P;
+    const int npts = static_cast<int>(min(static_cast<long long>(P), a.gx - i0));
+    const int y = grid_coord(j, a.stride, ny);
+    const int y0 = max(0, y - a.lo), y1 = min(ny - 1, y + a.hi);
+    const long long slice_off = slice * a.nx * a.ny;
+    const int xs = max(0, grid_coord(i0, a.stride, nx) - a.lo);
+    const int xe = min(nx - 1, grid_coord(i0 + npts - 1, a.stride, nx) + a.hi);
+
+    // ---- phase 1: formation ----
+    // Thread roles: tile (ti, tj) of point fp's R, and the same tile of the column sum of column
+    // slot fp of the current chunk of P columns.
+    const int fp = tid / Cfg::kTiles, fk = tid % Cfg::kTiles;
+    const bool former = fp < npts;
+    int ti = 0, tj = 0;
+    {
+        int k = fk;
+        while (k >= Cfg::kTiles1d - ti) {
+            k -= Cfg::kTiles1d - ti;
+            ++ti;
+        }
+        tj = ti + k;
+    }
+    const int gxp = grid_coord(i0 + fp, a.stride, nx);
+    const int wx0 = max(0, gxp - a.lo), wx1 = min(nx - 1, gxp + a.hi);
+    const int kernel = a.lo + a.hi + 1;
+    float4* csum = reinterpret_cast<float4*>(smem4);  // [P columns][8 entry pairs][kTiles]
+    float2* stage = reinterpret_cast<float2*>(csum + Cfg::kCsumBytes / sizeof(float4));  // [rows][P][kPitch]
+    float2 acc[4][4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[r][c] = make_float2(0.f, 0.f);
+
+    for (int xa = xs; xa <= xe; xa += P) {
+        const int ncols = min(P, xe - xa + 1);
+        const int xc = xa + fp;  // column of this thread's column sum
+        bool needed = fp < ncols;
+        if (needed && a.stride > kernel) {  // gaps between the windows: skip columns no window covers
+            needed = false;
+            for (int p = 0; p < npts; ++p) {
+                const int g = grid_coord(i0 + p, a.stride, nx);
+                needed = needed || (xc >= g - a.lo && xc <= g + a.hi);
+            }
+        }
+        float2 cs[4][4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) cs[r][c] = make_float2(0.f, 0.f);
+        for (int ya = y0; ya <= y1; ya += a.band_rows) {
+            const int nrows = min(a.band_rows, y1 - ya + 1);
+            __syncthreads();  // the previous staging and column sums are consumed
+            // One pixel per thread, all its coils: consecutive threads read consecutive x of a coil.
+            for (int pix = tid; pix < nrows * ncols; pix += kThreads) {
+                const int r = pix / ncols, q = pix - r * ncols;
+                const float2* src = a.x + slice_off + static_cast<long long>(ya + r) * a.nx + xa + q;
+                float4* dst = reinterpret_cast<float4*>(stage + (r * P + q) * kPitch);
+#pragma unroll
+                for (int c = 0; c < CP; c += 2) {
+                    const float2 u = c < a.nc ? src[c * a.pixels] : make_float2(0.f, 0.f);
+                    const float2 w = c + 1 < a.nc ? src[(c + 1) * a.pixels] : make_float2(0.f, 0.f);
+                    dst[c / 2] = make_float4(u.x, u.y, w.x, w.y);
+                }
+            }
+            __syncthreads();
+            if (needed)
+                for (int r = 0; r < nrows; ++r) {
+                    const float2* pv = stage + (r * P + fp) * kPitch;
+                    const float4 a01 = *reinterpret_cast<const float4*>(pv + 4 * ti);
+                    const float4 a23 = *reinterpret_cast<const float4*>(pv + 4 * ti + 2);
+                    const float4 b01 = *reinterpret_cast<const float4*>(pv + 4 * tj);
+                    const float4 b23 = *reinterpret_cast<const float4*>(pv + 4 * tj + 2);
+                    const float2 av[4] = {make_float2(a01.x, a01.y), make_float2(a01.z, a01.w),
+                                          make_float2(a23.x, a23.y), make_float2(a23.z, a23.w)};
+                    const float2 bv[4] = {make_float2(b01.x, b01.y), make_float2(b01.z, b01.w),
+                                          make_float2(b23.x, b23.y), make_float2(b23.z, b23.w)};
+#pragma unroll
+                    for (int rr = 0; rr < 4; ++rr)
+#pragma unroll
+                        for (int cc = 0; cc < 4; ++cc) cmac_conj(cs[rr][cc], av[rr], bv[cc]);
+                }
+        }
+        // Publish the column sums (tile index fastest: conflict-free 16-byte accesses) ...
+        if (needed)
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                csum[(fp * 8 + e) * Cfg::kTiles + fk] = make_float4(cs[e / 2][2 * (e % 2)].x, cs[e / 2][2 * (e % 2)].y,
+                                                                    cs[e / 2][2 * (e % 2) + 1].x,
+                                                                    cs[e / 2][2 * (e % 2) + 1].y);
+        __syncthreads();
+        // ... and add those of this chunk's columns inside the point's window, in column order (as the CPU).
+        if (former) {
+            const int cx0 = max(wx0, xa), cx1 = min(wx1, xa + ncols - 1);
+            for (int x = cx0; x <= cx1; ++x) {
+                const int q = x - xa;
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                    const float4 t = csum[(q * 8 + e) * Cfg::kTiles + fk];
+                    float2& u = acc[e / 2][2 * (e % 2)];
+                    float2& w = acc[e / 2][2 * (e % 2) + 1];
+                    u = make_float2(u.x + t.x, u.y + t.y);
+                    w = make_float2(w.x + t.z, w.y + t.w);
+                }
+            }
+        }
+    }
+    __syncthreads();  // column sums consumed: R takes their place
+    float2* R = reinterpret_cast<float2*>(smem4);
+    if (former) {
+        float2* Rp = R + fp * CP * kPitch;
+#pragma unroll
+        for (int rr = 0; rr < 4; ++rr)
+#pragma unroll
+            for (int cc = 0; cc < 4; ++cc) {
+                const float2 v = acc[rr][cc];  // R_{4ti+rr, 4tj+cc}
+                Rp[(4 * ti + rr) * kPitch + 4 * tj + cc] = v;
+                if (ti != tj) Rp[(4 * tj + cc) * kPitch + 4 * ti + rr] = make_float2(v.x, -v.y);
+            }
+    }
+    __syncthreads();
+
+    // ---- phase 2: power iteration, warp-synchronous for CP <= 32 ----
+    constexpr int G = Cfg::kGroup, kSeg = Cfg::kSeg, H = Cfg::kLanesPerRow;
+    const int power_threads = ((npts * G + 31) / 32) * 32;  // whole warps; lanes of absent points idle along
+    if (tid < power_threads) {
+        const int pp = tid / G, lane = tid % G, prow = lane / H, half = lane % H;
+        const float2* Rp = R + pp * CP * kPitch;
+        float2* v = vs + pp * CP;
+        float* redp = red + pp * (G > 32 ? G / 32 : 1);
+        // Start from the column with the largest diagonal (first maximum, as the CPU).
+        int j0 = 0;
+        for (int i = 1; i < CP; ++i)
+            if (Rp[i * kPitch + i].x > Rp[j0 * kPitch + j0].x) j0 = i;
+        const bool nonzero = Rp[j0 * kPitch + j0].x > 0.f;
+        float2 row[kSeg];
+#pragma unroll
+        for (int k = 0; k < kSeg; k += 2) {
+            const float4 t = *reinterpret_cast<const float4*>(Rp + prow * kPitch + half * kSeg + k);
+            row[k] = make_float2(t.x, t.y);
+            row[k + 1] = make_float2(t.z, t.w);
+        }
+        const float2 v0 = half == 0 && nonzero ? Rp[prow * kPitch + j0] : make_float2(0.f, 0.f);
+        float n2 = group_sum<CP>(v0.x * v0.x + v0.y * v0.y, redp, npts * G);
+        const float inv0 = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;
+        if (half == 0) v[prow] = make_float2(v0.x * inv0, v0.y * inv0);
+        group_sync<CP>(npts * G);
+        for (int it = 0; it < detail::kWalshIterations; ++it) {
+            // Four partial sums: independent FMA chains hide the FMA latency.
+            float2 s[4] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
+#pragma unroll
+            for (int k = 0; k < kSeg; k += 2) {
+                const float4 vv = *reinterpret_cast<const float4*>(v + half * kSeg + k);  // broadcast
+                cmac(s[(k / 2) % 4], row[k], make_float2(vv.x, vv.y));
+                cmac(s[(k / 2 + 2) % 4], row[k + 1], make_float2(vv.z, vv.w));
+            }
+            float2 w = make_float2((s[0].x + s[1].x) + (s[2].x + s[3].x), (s[0].y + s[1].y) + (s[2].y + s[3].y));
+            if constexpr (H == 2) {
+                w.x += __shfl_xor_sync(0xffffffffu, w.x, 1);
+                w.y += __shfl_xor_sync(0xffffffffu, w.y, 1);
+            }
+            n2 = group_sum<CP>(half == 0 ? w.x * w.x + w.y * w.y : 0.f, redp, npts * G);
+            group_sync<CP>(npts * G);  // every thread has read v
+            // R v == 0: the CPU stops, keeping v; keeping v here gives the same result. rsqrtf is
+            // within 2 ulp of the CPU's 1 / sqrt: a scale of v, forgotten by the next step (and a
+            // unit norm to 2 ulp after the last).
+            if (n2 > 0.f && half == 0) {
+                const float inv = rsqrtf(n2);
+                v[prow] = make_float2(w.x * inv, w.y * inv);
+            }
+            group_sync<CP>(npts * G);
+        }
+    }
+    __syncthreads();
+
+    // ---- output: phase of the reference coil removed, coalesced along the strip ----
+    __shared__ int ref_s;
+    if (tid < 32) {
+        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
+        if (tid == 0) ref_s = r;
+    }
+    __syncthreads();
+    const int ref = ref_s;
+    const long long gbase = grow * a.gx + i0;
+    for (int e = tid; e < a.nc * npts; e += kThreads) {
+        const int c = e / npts, p = e - c * npts;
+        const float2* v = vs + p * CP;
+        const float2 vr = v[ref];
+        const float mag = sqrtf(vr.x * vr.x + vr.y * vr.y);
+        float2 o = v[c];
+        if (mag > 0.f) {  // v * conj(vr) / |vr|
+            const float cr = vr.x / mag, ci = -vr.y / mag;
+            o = make_float2(o.x * cr - o.y * ci, o.x * ci + o.y * cr);
+        }
+        a.out[c * a.gpoints + gbase + p] = o;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interpolation: one thread per pixel, consecutive threads along x, so every map store of a coil is
+// coalesced; the four grid vectors come from L1/L2 (16 pixels share them at stride 4). The vector is
+// kept in registers between the norm and the stores.
+
+constexpr int kInterpThreads = 256;
+
+__device__ __forceinline__ void grid_cell(long long p, long long n, long long g, int stride, long long& i0,
+                                          long long& i1, float& t) {
+    i0 = min(p / stride, g - 1);
+    i1 = min(i0 + 1, g - 1);
+    const long long p0 = min(i0 * stride, n - 1), p1 = min(i1 * stride, n - 1);
+    t = p1 > p0 ? static_cast<float>(p - p0) / static_cast<float>(p1 - p0) : 0.f;
+}
+
+// kInterpLanes lanes per pixel, each interpolating every kInterpLanes-th coil: with one thread per
+// pixel holding all CP coils (94 registers) the kernel filled a quarter of the SMs' warp slots and
+// waited on its loads (23 us for 256^2 x 32 coils, ncu); split over lanes it has 8x the threads and
+// few registers each, and the norm is a 3-step shuffle within the lane group.
+constexpr int kInterpLanes = 8;
+
+template <int CP>
+__global__ void __launch_bounds__(kInterpThreads) walsh_interp_kernel(const float2* __restrict__ grid, long long nx,
+                                                                       long long ny, long long pixels, int nc,
+                                                                       int stride, long long gx, long long gy,
+                                                                       long long gpoints, float2* __restrict__ maps) {
+    constexpr int kPerLane = CP / kInterpLanes;
+    const long long t = static_cast<long long>(blockIdx.x) * kInterpThreads + threadIdx.x;
+    const int lane = static_cast<int>(threadIdx.x % kInterpLanes);
+    // Lane groups are aligned to kInterpLanes within the warp, so the whole group agrees on `live`.
+    const long long p = t / kInterpLanes;
+    const bool live = p < pixels;
+    const long long q = live ? p : 0;
+    const long long x = q % nx, y = (q / nx) % ny, slice = q / (nx * ny);
+    long long i0, i1, j0, j1;
+    float tx, ty;
+    grid_cell(x, nx, gx, stride, i0, i1, tx);
+    grid_cell(y, ny, gy, stride, j0, j1, ty);
+    const long long r0 = (slice * gy + j0) * gx, r1 = (slice * gy + j1) * gx;
+    const float w00 = (1.f - tx) * (1.f - ty), w10 = tx * (1.f - ty), w01 = (1.f - tx) * ty, w11 = tx * ty;
+    // Every grid vector has its reference-coil component real and >= 0 and the weights are >= 0, so
+    // the interpolated vector has too: it is the weighted sum of theirs, so the four never cancel
+    // through a phase flip, and it vanishes only where all weighted grid vectors do.
+    float2 s[kPerLane];
+    float n2 = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+        const int c = lane + k * kInterpLanes;
+        s[k] = make_float2(0.f, 0.f);
+        if (live && c < nc) {
+            const float2* g = grid + c * gpoints;
+            const float2 a = g[r0 + i0], b = g[r0 + i1], d = g[r1 + i0], e = g[r1 + i1];
+            s[k] = make_float2(w00 * a.x + w10 * b.x + w01 * d.x + w11 * e.x, w00 * a.y + w10 * b.y + w01 * d.y + w11 * e.y);
+        }
+    }
+    // Same summation order as the CPU twin is not needed here: the norm only scales, and its rounding
+    // is far below the 1e-5 agreement.
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) n2 += s[k].x * s[k].x + s[k].y * s[k].y;
+#pragma unroll
+    for (int o = kInterpLanes / 2; o > 0; o >>= 1) n2 += __shfl_xor_sync(0xffffffffu, n2, o, kInterpLanes);
+    if (!live) return;
+    const float inv = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+        const int c = lane + k * kInterpLanes;
+        if (c < nc) maps[c * pixels + p] = make_float2(s[k].x * inv, s[k].y * inv);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct ScratchLayout {
+    long long chunks = 0;
+    size_t partial = 0, grid = 0, bytes = 0;
+};
+
+ScratchLayout scratch_layout(const WalshDims& d) {
+    ScratchLayout s;
+    const long long pixels = d.nx * d.ny * d.slices;
+    s.chunks = energy_chunks(pixels);
+    s.partial = 0;
+    s.grid = (s.partial + static_cast<size_t>(s.chunks) * d.coils * sizeof(double) + 255) / 256 * 256;
+    const size_t gpoints = detail::walsh_grid_size(static_cast<size_t>(d.nx), d.stride) *
+                           detail::walsh_grid_size(static_cast<size_t>(d.ny), d.stride) * static_cast<size_t>(d.slices);
+    s.bytes = s.grid + (d.stride == 1 ? 0 : gpoints * d.coils * sizeof(float2));
+    return s;
+}
+
+template <int CP>
+void launch_grid_and_interp(const float2* x, const WalshDims& d, const double* energy, long long energy_chunks,
+                            float2* grid, float2* maps, cudaStream_t stream, const std::string& ctx) {
+    using Cfg = GridCfg<CP>;
+    GridArgs a{};
+    a.x = x;
+    a.nx = d.nx;
+    a.ny = d.ny;
+    a.pixels = d.nx * d.ny * d.slices;
+    a.nc = d.coils;
+    // Windows are clamped to the image: offsets beyond its size change nothing (and stay in 32 bits).
+    const int reach = static_cast<int>(std::max(d.nx, d.ny));
+    a.lo = std::min(detail::walsh_lo(d.kernel), reach);
+    a.hi = std::min(detail::walsh_hi(d.kernel), reach);
+    a.stride = d.stride;
+    a.gx = static_cast<long long>(detail::walsh_grid_size(static_cast<size_t>(d.nx), d.stride));
+    a.gy = static_cast<long long>(detail::walsh_grid_size(static_cast<size_t>(d.ny), d.stride));
+    a.gpoints = a.gx * a.gy * d.slices;
+    const size_t row_bytes = static_cast<size_t>(Cfg::kPoints) * Cfg::kPitch * sizeof(float2);
+    static_assert(Cfg::kUnionBytes - Cfg::kCsumBytes >= static_cast<size_t>(Cfg::kPoints) * Cfg::kPitch * sizeof(float2),
+                  "no room to stage one row");
+    a.band_rows = static_cast<int>(std::min<size_t>(static_cast<size_t>(d.kernel), (Cfg::kUnionBytes - Cfg::kCsumBytes) / row_bytes));
+    a.energy = energy;
+    a.energy_chunks = energy_chunks;
+    a.out = d.stride == 1 ? maps : grid;
+
+    const long long blocks = (a.gx + Cfg::kPoints - 1) / Cfg::kPoints * a.gy * d.slices;
+    if (blocks > 0x7fffffffLL)
+        throw std::invalid_argument("walsh_sensitivities: " + ctx + " needs " + std::to_string(blocks) +
+                                    " blocks, more than one CUDA launch holds (use a larger stride)");
+    LARMOR_CUDA_CHECK(cudaFuncSetAttribute(walsh_grid_kernel<CP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(Cfg::kSharedBytes)),
+                      "walsh_grid_kernel shared memory, " + ctx);
+    walsh_grid_kernel<CP><<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSharedBytes, stream>>>(a);
+    LARMOR_CUDA_LAUNCH_CHECK("walsh_grid_kernel", ctx);
+    if (d.stride == 1) return;
+    const long long iblocks = (a.pixels * kInterpLanes + kInterpThreads - 1) / kInterpThreads;
+    walsh_interp_kernel<CP><<<static_cast<unsigned>(iblocks), kInterpThreads, 0, stream>>>(
+        grid, d.nx, d.ny, a.pixels, d.coils, d.stride, a.gx, a.gy, a.gpoints, maps);
+    LARMOR_CUDA_LAUNCH_CHECK("walsh_interp_kernel", ctx);
 }
 
 }  // namespace
 
-size_t walsh_scratch_bytes(int coils) { return static_cast<size_t>(coils) * sizeof(double) + 16; }
+size_t walsh_scratch_bytes(const WalshDims& d) { return scratch_layout(d).bytes; }
 
-void launch_walsh(const float2* x, long long nx, long long ny, long long slices, int coils, int kernel, void* scratch,
-                  float2* maps, cudaStream_t stream) {
-    const long long pixels = nx * ny * slices;
-    if (pixels == 0 || coils == 0) return;
-    const std::string ctx = "[" + std::to_string(nx) + "x" + std::to_string(ny) + "x" + std::to_string(slices) + "x" +
-                            std::to_string(coils) + "] kernel " + std::to_string(kernel);
-    auto* energy = static_cast<double*>(scratch);
-    auto* ref = reinterpret_cast<int*>(energy + coils);
-    coil_energy_kernel<<<coils, 256, 0, stream>>>(x, pixels, energy);
+void launch_walsh(const float2* x, const WalshDims& d, void* scratch, float2* maps, cudaStream_t stream) {
+    const long long pixels = d.nx * d.ny * d.slices;
+    if (pixels == 0 || d.coils == 0) return;
+    const std::string ctx = "[" + std::to_string(d.nx) + "x" + std::to_string(d.ny) + "x" + std::to_string(d.slices) +
+                            "x" + std::to_string(d.coils) + "] kernel " + std::to_string(d.kernel) + " stride " +
+                            std::to_string(d.stride);
+    constexpr long long kMaxSide = 1LL << 28;  // image coordinates are 32-bit inside the kernels
+    if (d.nx > kMaxSide || d.ny > kMaxSide)
+        throw std::invalid_argument("walsh_sensitivities: image " + ctx + " has a side above " +
+                                    std::to_string(kMaxSide) + " pixels, more than the CUDA kernels index");
+    const ScratchLayout s = scratch_layout(d);
+    auto* base = static_cast<char*>(scratch);
+    auto* partial = reinterpret_cast<double*>(base + s.partial);
+    auto* grid = reinterpret_cast<float2*>(base + s.grid);
+
+    coil_energy_kernel<<<dim3(static_cast<unsigned>(s.chunks), static_cast<unsigned>(d.coils)), kEnergyThreads, 0,
+                         stream>>>(x, pixels, partial);
     LARMOR_CUDA_LAUNCH_CHECK("coil_energy_kernel", ctx);
-    strongest_coil_kernel<<<1, 1, 0, stream>>>(energy, coils, ref);
-    LARMOR_CUDA_LAUNCH_CHECK("strongest_coil_kernel", ctx);
-    const unsigned grid = static_cast<unsigned>(std::min(pixels, 1LL << 20));
-    walsh_kernel<<<grid, kWalshThreads, walsh_shared_bytes(coils), stream>>>(
-        x, nx, ny, pixels, coils, detail::walsh_lo(kernel), detail::walsh_hi(kernel), chunk_points(coils), ref, maps);
-    LARMOR_CUDA_LAUNCH_CHECK("walsh_kernel", ctx);
+
+    if (d.coils <= 8) launch_grid_and_interp<8>(x, d, partial, s.chunks, grid, maps, stream, ctx);
+    else if (d.coils <= 16) launch_grid_and_interp<16>(x, d, partial, s.chunks, grid, maps, stream, ctx);
+    else if (d.coils <= 32) launch_grid_and_interp<32>(x, d, partial, s.chunks, grid, maps, stream, ctx);
+    else launch_grid_and_interp<64>(x, d, partial, s.chunks, grid, maps, stream, ctx);
 }
 
 }  // namespace larmor::cuda

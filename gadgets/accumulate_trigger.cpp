@@ -8,9 +8,8 @@
 // unsampled side; E2 likewise. An asymmetric echo is placed so that center_sample lands at RO/2.
 // Repeated readouts of the same line (averages, unless average is the trigger dimension) are averaged.
 //
-// Pending line operations (noise prewhitening, readout oversampling removal) are applied once per
-// buffer on the session backend after the upload: one batched FFT pair and one GEMM instead of one
-// per readout.
+// Pending line operations (noise prewhitening, readout oversampling removal) are applied on the
+// session backend to batches of readouts as they arrive (see Buffer).
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -61,41 +60,22 @@ std::optional<uint16_t> counter(const ISMRMRD::ISMRMRD_EncodingCounters& idx, co
     }
 }
 
-// Host staging arrays whose contents were copied to the device (CUDA): page-locked allocations are
-// slow (cudaHostAlloc), so they are kept for the next buffer of the same shape instead of freed.
-// Backend::to_device returns once the host memory has been read (the CUDA backend waits for the copy),
-// so a returned array may be refilled at once. On the CPU backend the uploaded array is the staging
-// array itself and nothing comes back here.
-class StagingPool {
-public:
-    CArray get(Backend& be, const Shape& shape) {
-        for (auto it = spare_.begin(); it != spare_.end(); ++it) {
-            if (it->shape() != shape) continue;
-            CArray a = *it;  // not cleared: Buffer writes every element before the upload
-            spare_.erase(it);
-            return a;
-        }
-        return be.host_staging(shape);
-    }
-    void put(CArray a) {
-        if (spare_.size() == kMaxSpare) spare_.erase(spare_.begin());
-        spare_.push_back(std::move(a));
-    }
-
-private:
-    static constexpr size_t kMaxSpare = 4;
-    std::vector<CArray> spare_;
-};
-
-// One k-space buffer being filled on the host.
+// One k-space buffer being filled. Readouts go to the session backend as they arrive, into a batch
+// of kBatchLines slots; a full batch gets the pending line operations (readout FFT, crop to the
+// centre half of the FOV, FFT back; coil mixing) as a whole and is then placed into the buffer. So
+// on a GPU, when the last readout of a frame arrives only its batch and the reconstruction are left,
+// and the line operations cost one batched FFT pair and one GEMM per 16 readouts, not per readout.
 class Buffer {
 public:
+    // Small enough that the last batch adds little latency, large enough that launches amortise.
+    static constexpr size_t kBatchLines = 16;
+
     bool empty() const { return lines_ == 0; }
 
-    void add(const Acquisition& a, const EncodingGeometry& g, Backend& be, StagingPool& pool) {
+    void add(const Acquisition& a, const EncodingGeometry& g, Backend& be) {
         const size_t ns = a.head.number_of_samples;
         const size_t ch = a.head.active_channels;
-        if (empty()) init(a, g, be, pool);
+        if (empty()) init(a, g, be);
         if (ch != channels_)
             throw std::runtime_error("AccumulateTrigger: " + std::to_string(ch) +
                                      " channels, but earlier readouts of this buffer have " +
@@ -118,96 +98,78 @@ public:
                                    "kspace_encode_step_1", a);
         const size_t e2 = position(a.head.idx.kspace_encode_step_2, g.e2_min, g.e2_max, e2_offset(g), e2_,
                                    "kspace_encode_step_2", a);
-
         const size_t line = e2 * e1_ + e1;
-        const size_t plane = ro_ * e1_ * e2_;
-        if (streaming_ && counts_[line] != 0) leave_streaming(be, pool);  // a repeat: average on the host
-        if (streaming_) {
-            // One row per channel, straight from the readout into the zeroed device buffer.
-            be.upload_rows(a.data.data(), ns, ns, channels_, device_, line * ro_ + size_t(off), plane);
-            note_line(a, g, line);
-            return;
+
+        // A line twice in one batch (averages back to back) would be placed twice by one call.
+        if (std::find(batch_lines_.begin(), batch_lines_.end(), line) != batch_lines_.end()) flush(be);
+        // A short readout (asymmetric echo) fills only part of its slot: the rest must be zero.
+        const bool partial = ns != ro_;
+        if (partial && !batch_zero_) {
+            flush(be);
+            batch_ = be.zeros(batch_.shape());
+            batch_zero_ = true;
         }
-        cfloat* dst = staging_.data();
-        for (size_t c = 0; c < channels_; ++c) {
-            cfloat* row = dst + c * plane + line * ro_;
-            const cfloat* in = a.data.data() + c * ns;
-            if (counts_[line] == 0) {
-                // First readout of this line: it defines the whole row (zeros outside an asymmetric echo).
-                std::fill(row, row + off, cfloat(0));
-                std::copy(in, in + ns, row + off);
-                std::fill(row + off + ns, row + ro_, cfloat(0));
-            } else {
-                for (size_t s = 0; s < ns; ++s) row[size_t(off) + s] += in[s];
-            }
-        }
+        const size_t slot = batch_lines_.size();
+        // Channel c of the readout -> batch_[off.., slot, c].
+        be.upload_rows(a.data.data(), ns, ns, channels_, batch_, slot * ro_ + size_t(off), ro_ * kBatchLines);
+        batch_lines_.push_back(line);
         note_line(a, g, line);
+        if (batch_lines_.size() == kBatchLines) flush(be);
     }
 
-    // Uploads, applies the pending operations on the backend and hands the buffer over.
-    KSpaceBuffer take(Backend& be, bool calibration_only, StagingPool& pool) {
+    // Processes the last batch and hands the buffer over.
+    KSpaceBuffer take(Backend& be, bool calibration_only) {
+        flush(be);
         KSpaceBuffer kb;
         kb.geometry = geometry_;
         kb.reference = reference_;
         kb.calibration_only = calibration_only;
         kb.sampled.resize(counts_.size());
         for (size_t i = 0; i < counts_.size(); ++i) kb.sampled[i] = counts_[i] > 0 ? 1 : 0;
-        CArray x = streaming_ ? device_ : upload_staging(be, pool);
-        return finish_buffer(be, std::move(kb), std::move(x));
-    }
-
-private:
-    CArray upload_staging(Backend& be, StagingPool& pool) {
-        // Unsampled lines are zero (the staging array may be a recycled one); repeated readouts of a
-        // line are averaged.
-        const size_t plane = ro_ * e1_ * e2_;
-        for (size_t line = 0; line < counts_.size(); ++line) {
-            if (counts_[line] == 1) continue;
-            const float scale = counts_[line] == 0 ? 0.0f : 1.0f / float(counts_[line]);
-            for (size_t c = 0; c < channels_; ++c) {
-                cfloat* p = staging_.data() + c * plane + line * ro_;
-                if (scale == 0.0f)
-                    std::fill(p, p + ro_, cfloat(0));
-                else
-                    for (size_t s = 0; s < ro_; ++s) p[s] *= scale;
-            }
-        }
-        CArray x = be.to_device(staging_);
-        if (x.storage() != staging_.storage() && staging_.pinned()) pool.put(staging_);
-        return x;
-    }
-
-    // Applies the pending line operations to the whole buffer on the backend.
-    KSpaceBuffer finish_buffer(Backend& be, KSpaceBuffer kb, CArray x) {
-        if (ops_.remove_ro_oversampling) {
-            // Readout to image space, keep the centre half of the FOV, back to k-space.
-            be.fft(x, 1u, FFTDirection::Inverse);
-            CArray y = be.empty({ro_ / 2, e1_, e2_, channels_});
-            be.crop_pad_centred(x, y);
-            be.fft(y, 1u, FFTDirection::Forward);
-            x = y;
-            halve_readout_header(kb.reference);
-        }
-        if (ops_.coil_mix) {
-            const size_t out_channels = mixed_channels(ops_.coil_mix->size(), channels_);
-            CArray y = be.empty({x.shape()[0], e1_, e2_, out_channels});
-            be.mix_last_axis(x, *ops_.coil_mix, y);
-            x = y;
-            kb.reference.active_channels = uint16_t(out_channels);
-        }
+        if (ops_.remove_ro_oversampling) halve_readout_header(kb.reference);
+        if (ops_.coil_mix) kb.reference.active_channels = uint16_t(data_.shape()[3]);
         // The buffer's readout may be shorter than the header's encoded matrix (oversampling removed
         // here or upstream): the encoded FOV shrinks with it.
-        const size_t ro_out = x.shape()[0];
+        const size_t ro_out = data_.shape()[0];
         if (ro_out != kb.geometry.encoded_matrix[0]) {
             kb.geometry.encoded_fov[0] *= float(ro_out) / float(kb.geometry.encoded_matrix[0]);
             kb.geometry.encoded_matrix[0] = uint16_t(ro_out);
         }
-        kb.data = x;
+        kb.data = data_;
         *this = Buffer{};
         return kb;
     }
 
-    // Bookkeeping shared by the streaming and host paths.
+private:
+    // Applies the pending line operations to the batch and places its lines. The whole batch is
+    // transformed even when it is not full, so the FFT plans keep one shape; unused slots are not placed.
+    void flush(Backend& be) {
+        if (batch_lines_.empty()) return;
+        CArray x = batch_;
+        if (ops_.remove_ro_oversampling) {
+            be.fft(x, 1u, FFTDirection::Inverse);  // rebinds x: batch_ keeps the uploaded readouts
+            CArray y = be.empty({ro_ / 2, kBatchLines, channels_});
+            be.crop_pad_centred(x, y);
+            be.fft(y, 1u, FFTDirection::Forward);
+            x = y;
+        }
+        if (ops_.coil_mix) {
+            CArray y = be.empty({x.shape()[0], kBatchLines, data_.shape()[3]});
+            be.mix_last_axis(x, *ops_.coil_mix, y);
+            x = y;
+        }
+        std::vector<Backend::LinePlacement> where(batch_lines_.size());
+        for (size_t k = 0; k < where.size(); ++k) {
+            // Running mean over repeated acquisitions of a line: n-th copy weighs 1/n.
+            const float n = float(counts_[batch_lines_[k]]);
+            where[k] = {batch_lines_[k], (n - 1.0f) / n, 1.0f / n};
+        }
+        be.place_lines(x, where, data_);
+        batch_lines_.clear();
+        batch_zero_ = false;  // the slots now hold the readouts just placed
+    }
+
+    // Bookkeeping of the lines and the representative header.
     void note_line(const Acquisition& a, const EncodingGeometry& g, size_t line) {
         ++counts_[line];
         ++lines_;
@@ -217,16 +179,6 @@ private:
             reference_ = a.head;
             reference_is_centre_ = centre;
         }
-    }
-
-    // A line came twice (averages summed into one buffer): bring what was streamed back to the
-    // host and continue there, where repeated lines are summed and averaged.
-    void leave_streaming(Backend& be, StagingPool& pool) {
-        staging_ = pool.get(be, device_.shape());
-        CArray streamed = be.to_host(device_);
-        std::copy(streamed.data(), streamed.data() + streamed.size(), staging_.data());
-        device_ = CArray();
-        streaming_ = false;
     }
 
     // Readout length of the buffer a line belongs in: the encoded matrix x, or half of it when the
@@ -240,20 +192,18 @@ private:
         return enc;
     }
 
-    void init(const Acquisition& a, const EncodingGeometry& g, Backend& be, StagingPool& pool) {
+    void init(const Acquisition& a, const EncodingGeometry& g, Backend& be) {
         channels_ = a.head.active_channels;
         ops_ = a.pending;
         geometry_ = g;
         ro_ = ro_for(a, g);
         e1_ = g.encoded_matrix[1];
         e2_ = g.encoded_matrix[2];
-        // On a GPU, readouts go straight to a zeroed device buffer as they arrive (upload_rows);
-        // on the CPU the host buffer is the reconstruction buffer.
-        streaming_ = be.device() != Device::Cpu;
-        if (streaming_)
-            device_ = be.zeros({ro_, e1_, e2_, channels_});
-        else
-            staging_ = pool.get(be, {ro_, e1_, e2_, channels_});
+        const size_t ro_out = ops_.remove_ro_oversampling ? ro_ / 2 : ro_;
+        const size_t ch_out = ops_.coil_mix ? mixed_channels(ops_.coil_mix->size(), channels_) : channels_;
+        data_ = be.zeros({ro_out, e1_, e2_, ch_out});  // unsampled lines stay zero
+        batch_ = be.zeros({ro_, kBatchLines, channels_});
+        batch_zero_ = true;
         counts_.assign(e1_ * e2_, 0);
     }
 
@@ -280,10 +230,11 @@ private:
     size_t ro_ = 0, e1_ = 0, e2_ = 0, channels_ = 0, lines_ = 0;
     EncodingGeometry geometry_;
     PendingLineOps ops_;
-    CArray staging_;               // [RO, E1, E2, CH] on the host (host path)
-    CArray device_;                // [RO, E1, E2, CH] on the device (streaming path)
-    bool streaming_ = false;
-    std::vector<uint16_t> counts_; // readouts summed per (E1, E2) line
+    CArray data_;                    // [RO out, E1, E2, CH out] on the backend: the k-space buffer
+    CArray batch_;                   // [RO, kBatchLines, CH] on the backend: readouts awaiting their line ops
+    bool batch_zero_ = false;        // batch_ slots not yet written since zeroed
+    std::vector<size_t> batch_lines_;  // buffer line of each filled slot
+    std::vector<uint16_t> counts_;   // readouts acquired per (E1, E2) line
     ISMRMRD::ISMRMRD_AcquisitionHeader reference_{};
     bool reference_is_centre_ = false;
 };
@@ -369,8 +320,8 @@ private:
         if (calibration && !cfg_.emit_calibration()) return;  // calibration-only line, not wanted
 
         Slot& slot = slot_for(key_of(a));
-        if (!calibration || both) slot.imaging.add(a, g, *backend_, pool_);
-        if (cfg_.emit_calibration() && (calibration || both)) slot.calibration.add(a, g, *backend_, pool_);
+        if (!calibration || both) slot.imaging.add(a, g, *backend_);
+        if (cfg_.emit_calibration() && (calibration || both)) slot.calibration.add(a, g, *backend_);
     }
 
     Slot& slot_for(const BufferKey& key) {
@@ -384,8 +335,8 @@ private:
     void emit_slot(Slot& s, Emitter& out) {
         spdlog::debug("[{}] AccumulateTrigger: buffer of slice {}, contrast {}, phase {}, repetition {}, set {}", session_,
                       s.key.slice, s.key.contrast, s.key.phase, s.key.repetition, s.key.set);
-        if (!s.calibration.empty()) out.emit(s.calibration.take(*backend_, true, pool_));
-        if (!s.imaging.empty()) out.emit(s.imaging.take(*backend_, false, pool_));
+        if (!s.calibration.empty()) out.emit(s.calibration.take(*backend_, true));
+        if (!s.imaging.empty()) out.emit(s.imaging.take(*backend_, false));
     }
 
     void emit_key(const BufferKey& key, Emitter& out) {
@@ -410,7 +361,6 @@ private:
     std::string session_;
     std::vector<std::optional<EncodingGeometry>> geometries_;
     std::vector<Slot> slots_;  // open buffers, in the order they were opened
-    StagingPool pool_;
     std::optional<uint16_t> last_counter_;
 };
 

@@ -58,7 +58,7 @@ public:
         uint16_t& counter = kb->calibration_only ? calibration_index_ : image_index_;
         img.head = image_header_from(kb->reference, g, image_shape, ++counter);
 
-        ISMRMRD::MetaContainer meta;
+        ISMRMRD::MetaContainer& meta = img.meta;
         meta.set(kMetaDataRole, "Image");
         meta.set(kMetaGadgetronDataRole, "Image");
         if (kb->calibration_only) {
@@ -66,7 +66,6 @@ public:
             meta.set("ImageComment", "ACS");
         }
         append_processing_history(meta, "FFT");
-        img.meta = write_meta(meta);
         out.emit(std::move(img));
     }
 

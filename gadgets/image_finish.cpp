@@ -38,14 +38,12 @@ const char* history_step(config::ImageOutput o) {
     }
 }
 
-float extract(cfloat z, config::ImageOutput o) {
+ComplexPart part_of(config::ImageOutput o) {
     switch (o) {
-        case config::OUTPUT_REAL: return z.real();
-        case config::OUTPUT_IMAG: return z.imag();
-        case config::OUTPUT_PHASE: return std::arg(z);
-        // |z| in double: no overflow for any float input, and unlike std::abs (hypotf) it
-        // vectorises; the 256^2 conversion drops from ~1 ms to tens of microseconds.
-        default: return float(std::sqrt(double(z.real()) * z.real() + double(z.imag()) * z.imag()));
+        case config::OUTPUT_REAL: return ComplexPart::Real;
+        case config::OUTPUT_IMAG: return ComplexPart::Imag;
+        case config::OUTPUT_PHASE: return ComplexPart::Phase;
+        default: return ComplexPart::Magnitude;
     }
 }
 
@@ -76,35 +74,35 @@ public:
     void process(Message msg, Emitter& out) override {
         auto* arr = std::get_if<ImageArray>(&msg);
         if (!arr) return out.emit(std::move(msg));
-        const CArray host = backend_->to_host(arr->data);
-        const size_t n = host.size();
-        const cfloat* px = host.data();
+        const size_t n = arr->data.size();
         const auto output = cfg_.output();
 
         Image img;
         img.head = arr->head;
-        ISMRMRD::MetaContainer meta = parse_meta(arr->meta);
+        ISMRMRD::MetaContainer& meta = arr->meta;
         const bool calibration = meta.length(kMetaCalibration) > 0 && meta.as_long(kMetaCalibration) != 0;
         if (output == config::OUTPUT_COMPLEX) {
+            const CArray host = backend_->to_host(arr->data);
             img.head.data_type = ISMRMRD::ISMRMRD_CXFLOAT;
-            put(img.pixels, std::vector<cfloat>(px, px + n));
-        } else {
+            put(img.pixels, std::vector<cfloat>(host.data(), host.data() + n));
+        } else if (cfg_.pixel_type() == config::PIXEL_USHORT) {
+            // The part is taken on the session backend (on a GPU only the floats come back).
             std::vector<float> values(n);
-            for (size_t i = 0; i < n; ++i) values[i] = extract(px[i], output);
-            if (cfg_.pixel_type() == config::PIXEL_USHORT) {
-                img.head.data_type = ISMRMRD::ISMRMRD_USHORT;
-                const float scale = cfg_.scale() > 0 ? cfg_.scale() : auto_scale(values);
-                std::vector<uint16_t> shorts(n);
-                for (size_t i = 0; i < n; ++i) {
-                    const float v = std::round(values[i] * scale);
-                    shorts[i] = uint16_t(std::clamp(std::isfinite(v) ? v : 0.0f, 0.0f, 65535.0f));
-                }
-                put(img.pixels, shorts);
-                meta.set("GADGETRON_ImageScaleRatio", double(scale));
-            } else {
-                img.head.data_type = ISMRMRD::ISMRMRD_FLOAT;
-                put(img.pixels, values);
+            backend_->download_part(arr->data, part_of(output), values.data());
+            img.head.data_type = ISMRMRD::ISMRMRD_USHORT;
+            const float scale = cfg_.scale() > 0 ? cfg_.scale() : auto_scale(values);
+            std::vector<uint16_t> shorts(n);
+            for (size_t i = 0; i < n; ++i) {
+                const float v = std::round(values[i] * scale);
+                shorts[i] = uint16_t(std::clamp(std::isfinite(v) ? v : 0.0f, 0.0f, 65535.0f));
             }
+            put(img.pixels, shorts);
+            meta.set("GADGETRON_ImageScaleRatio", double(scale));
+        } else {
+            // Straight into the wire image's pixel bytes (operator new storage: aligned for float).
+            img.head.data_type = ISMRMRD::ISMRMRD_FLOAT;
+            img.pixels.resize(n * sizeof(float));
+            backend_->download_part(arr->data, part_of(output), reinterpret_cast<float*>(img.pixels.data()));
         }
         img.head.image_type = image_type(output);
         // Calibration-only (ACS) images go to the next series, so clients keep them apart.

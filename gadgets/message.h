@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/meta.h>
 #include <ismrmrd/waveform.h>
 
 #include "core/carray.h"
@@ -81,7 +82,8 @@ struct KSpaceBuffer {
 struct ImageArray {
     CArray data;  // [X, Y, Z, CH]
     ISMRMRD::ISMRMRD_ImageHeader head{};
-    std::string meta;
+    // Meta attributes, kept parsed between gadgets: XML only once, when ImageFinish makes the wire image.
+    ISMRMRD::MetaContainer meta;
 };
 
 using Message = std::variant<Acquisition, Waveform, KSpaceBuffer, ImageArray, Image, Text>;

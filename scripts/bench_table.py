@@ -63,6 +63,14 @@ def main(paths):
             bound = f"{bound_us:.1f}"
             ratio = f"{t / bound_us:.2f}x"
         print(f"| {name} | {t:.1f} | {gbps} | {bound} | {ratio} |")
+    # Host time per gadget of the chain latency rows (counters host_us_<index>_<gadget>).
+    for name, b, err, _ in rows:
+        if err or not b:
+            continue
+        parts = sorted((k, v) for k, v in b.items() if k.startswith("host_us_"))
+        if parts:
+            split = ", ".join(f"{k[len('host_us_'):].split('_', 1)[1]} {v:.1f}" for k, v in parts)
+            print(f"\n{name}: host us per gadget: {split}")
 
 
 if __name__ == "__main__":

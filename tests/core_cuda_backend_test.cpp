@@ -441,20 +441,57 @@ TEST(CoreCudaBackend, DownloadsArePinnedAndReused) {
     SUCCEED();
 }
 
+// Walsh maps on the GPU against the CPU reference, per pixel (stride 1) and on grids: coil counts
+// from 1 to 64 (padded inside the kernels to 8, 16, 32 or 64), odd sizes, several slices, strides
+// that do not divide X - 1, strides above the kernel and the image, a kernel large enough to stage
+// the windows in several bands of rows, and one wider than what fits in shared memory at once.
 TEST(CoreCudaBackend, WalshMatchesCpu) {
     REQUIRE_CUDA();
     auto gpu = make_cuda_backend();
     auto cpu = make_cpu_backend();
-    for (auto [nx, ny, nz, nc, kernel] : {std::tuple<size_t, size_t, size_t, size_t, int>{64, 48, 1, 8, 5},
-                                          {40, 36, 3, 32, 7}, {24, 20, 1, 64, 5}, {30, 26, 2, 6, 4}}) {
-        const auto ph = test::smooth_coil_phantom(nx, ny, nz, nc);
+    struct Case {
+        size_t nx, ny, nz, nc;
+        int kernel, stride;
+    };
+    const Case cases[] = {
+        {64, 48, 1, 8, 5, 1},   {40, 36, 3, 32, 7, 1},  {24, 20, 1, 64, 5, 1},  {30, 26, 2, 6, 4, 1},
+        {33, 21, 1, 3, 7, 1},   {64, 48, 1, 1, 7, 4},   {37, 29, 2, 3, 5, 3},   {50, 41, 1, 5, 7, 4},
+        {96, 80, 1, 32, 7, 4},  {70, 66, 1, 64, 7, 4},  {40, 36, 3, 32, 7, 2},  {33, 20, 1, 17, 3, 8},
+        {20, 20, 1, 16, 21, 64}, {45, 39, 2, 40, 6, 5},  {48, 40, 1, 8, 41, 4},  {200, 12, 1, 40, 131, 4},
+        {256, 256, 1, 32, 7, 4}, {2, 40, 2, 6, 3, 4},    {64, 2, 1, 4, 5, 3},
+    };
+    for (const Case& k : cases) {
+        const auto ph = test::smooth_coil_phantom(k.nx, k.ny, k.nz, k.nc);
         CArray mc = CArray::host(ph.data.shape()), mg = gpu->empty(ph.data.shape());
-        cpu->walsh_sensitivities(ph.data, kernel, mc);
-        gpu->walsh_sensitivities(gpu->to_device(ph.data), kernel, mg);
-        EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5) << ph.data.shape().str() << " kernel " << kernel;
+        cpu->walsh_sensitivities(ph.data, k.kernel, k.stride, mc);
+        gpu->walsh_sensitivities(gpu->to_device(ph.data), k.kernel, k.stride, mg);
+        EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5)
+            << ph.data.shape().str() << " kernel " << k.kernel << " stride " << k.stride;
     }
     CArray too_many = gpu->empty({8, 8, 1, 65}), maps = gpu->empty({8, 8, 1, 65});
-    EXPECT_THROW(gpu->walsh_sensitivities(too_many, 5, maps), std::invalid_argument);
+    EXPECT_THROW(gpu->walsh_sensitivities(too_many, 5, 4, maps), std::invalid_argument);
+    CArray x = gpu->empty({8, 8, 1, 2}), m = gpu->empty({8, 8, 1, 2});
+    try {
+        gpu->walsh_sensitivities(x, 5, 0, m);
+        ADD_FAILURE() << "stride 0 accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("stride 0"), std::string::npos) << e.what();
+    }
+}
+
+// Noisy data (small eigengaps, so the 20 power iterations have not converged) must still agree: both
+// backends run the same iterations from the same start.
+TEST(CoreCudaBackend, WalshMatchesCpuOnNoise) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    for (int stride : {1, 4}) {
+        const CArray x = test::random_array({40, 34, 1, 12}, 77);
+        CArray mc = CArray::host(x.shape()), mg = gpu->empty(x.shape());
+        cpu->walsh_sensitivities(x, 7, stride, mc);
+        gpu->walsh_sensitivities(gpu->to_device(x), 7, stride, mg);
+        EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5) << "stride " << stride;
+    }
 }
 
 TEST(CoreCudaBackend, ConcurrentSessionsAreIndependent) {

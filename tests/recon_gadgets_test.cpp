@@ -18,6 +18,7 @@
 #include <ismrmrd/xml.h>
 
 #include "core/backend.h"
+#include "gadgets/chain_config.h"
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
@@ -795,9 +796,9 @@ TEST(Accumulate, ThreeDimensionalBufferAndSliceOversamplingCrop) {
     EXPECT_LT(test::relative_error(be->to_host(imgs[0].data), ref), 1e-5);
 }
 
-TEST(Accumulate, RecycledStagingOnCudaStartsClean) {
-    // On CUDA the pinned staging array of one buffer is reused for the next: a sparser second frame
-    // (partial Fourier, asymmetric echo) must not see the first frame's samples.
+TEST(Accumulate, SparserSecondFrameOnCudaStartsClean) {
+    // The batch slots of one buffer are reused: a sparser second frame (partial Fourier, asymmetric
+    // echo) must not see the first frame's samples.
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
     ScanSpec s;
     s.ro = s.recon_x = 32;
@@ -823,9 +824,8 @@ TEST(Accumulate, RecycledStagingOnCudaStartsClean) {
     EXPECT_EQ(test::relative_error(second, test::to_double(cpu_bufs[1].data)), 0.0);
 }
 
-TEST(Accumulate, RepeatedLinesOnCudaLeaveStreamingAndAverage) {
-    // On CUDA readouts are streamed to the device as they arrive; a repeated line sends the buffer
-    // back to the host path, which must give exactly the CPU result.
+TEST(Accumulate, RepeatedLinesOnCudaAreAveraged) {
+    // Repeated lines are averaged on the device (running mean); the result must be the CPU one.
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
     ScanSpec s;
     s.ro = s.recon_x = 16;
@@ -847,6 +847,85 @@ TEST(Accumulate, RepeatedLinesOnCudaLeaveStreamingAndAverage) {
     ASSERT_EQ(gpu_bufs.size(), 1u);
     ASSERT_EQ(cpu_bufs.size(), 1u);
     EXPECT_LT(test::relative_error(gpu->to_host(gpu_bufs[0].data), test::to_double(cpu_bufs[0].data)), 1e-7);
+}
+
+// Many readouts in an order that crosses batch boundaries, with repeats inside one batch and across
+// batches, full and asymmetric-echo readouts, and both pending line operations (readout oversampling
+// removal, coil mixing): the buffer must equal a double-precision reference built line by line
+// (zero-fill the readout, centred inverse DFT, keep the centre half, forward DFT, mix, average).
+void check_batched_line_operations(std::shared_ptr<Backend> be) {
+    ScanSpec s;
+    s.ro = 48;
+    s.recon_x = 24;
+    s.e1 = s.recon_y = 20;
+    s.coils = 3;
+    const size_t out_ch = 2;
+    const std::vector<cdouble> g1 = random_grid(s, 21), g2 = random_grid(s, 22);
+    auto mix = std::make_shared<std::vector<cfloat>>();
+    std::vector<cdouble> mixd;
+    for (size_t i = 0; i < out_ch * s.coils; ++i) {
+        const cfloat m(0.3f + 0.1f * float(i), -0.2f + 0.07f * float(i * i % 5));
+        mix->push_back(m);
+        mixd.push_back(cdouble(m));
+    }
+    struct Shot {
+        size_t line, first;
+        int copy;
+    };
+    std::vector<Shot> shots;
+    for (size_t p = 0; p < s.e1; ++p) shots.push_back({(p * 7) % s.e1, p % 3 == 0 ? size_t(10) : 0, 0});
+    for (size_t p : {3u, 4u, 3u, 17u, 0u, 4u, 4u}) shots.push_back({p, p % 2 ? size_t(6) : 0, 1});
+    std::vector<Acquisition> lines;
+    for (size_t i = 0; i < shots.size(); ++i) {
+        const Shot& sh = shots[i];
+        Acquisition a = readout(s, sh.copy ? g2 : g1, sh.line, 0, uint32_t(i), sh.first);
+        a.pending.remove_ro_oversampling = true;
+        a.pending.coil_mix = mix;
+        lines.push_back(std::move(a));
+    }
+    // Reference.
+    const size_t half = s.ro / 2;
+    std::vector<cdouble> sum(half * s.e1 * out_ch, 0.0);
+    std::vector<int> n(s.e1, 0);
+    for (const Shot& sh : shots) {
+        const std::vector<cdouble>& g = sh.copy ? g2 : g1;
+        std::vector<cdouble> line(s.ro * s.coils, 0.0);
+        for (size_t c = 0; c < s.coils; ++c)
+            for (size_t x = sh.first; x < s.ro; ++x) line[c * s.ro + x] = g[(c * s.e1 + sh.line) * s.ro + x];
+        const std::vector<cdouble> img = test::reference_centred_dft(line, {s.ro, s.coils}, 1u, FFTDirection::Inverse);
+        std::vector<cdouble> crop(half * s.coils);
+        for (size_t c = 0; c < s.coils; ++c)
+            for (size_t x = 0; x < half; ++x) crop[c * half + x] = img[c * s.ro + x + half / 2];
+        const std::vector<cdouble> k = test::reference_centred_dft(crop, {half, s.coils}, 1u, FFTDirection::Forward);
+        for (size_t o = 0; o < out_ch; ++o)
+            for (size_t x = 0; x < half; ++x) {
+                cdouble v = 0;
+                for (size_t c = 0; c < s.coils; ++c) v += mixd[o * s.coils + c] * k[c * half + x];
+                sum[(o * s.e1 + sh.line) * half + x] += v;
+            }
+        ++n[sh.line];
+    }
+    for (size_t o = 0; o < out_ch; ++o)
+        for (size_t p = 0; p < s.e1; ++p)
+            for (size_t x = 0; x < half; ++x)
+                if (n[p]) sum[(o * s.e1 + p) * half + x] /= double(n[p]);
+
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(make_accumulate_trigger(config::AccumulateTrigger{}));
+    auto bufs = only<KSpaceBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), be), to_messages(lines)));
+    ASSERT_EQ(bufs.size(), 1u);
+    ASSERT_EQ(bufs[0].data.shape(), (Shape{half, s.e1, 1, out_ch}));
+    EXPECT_EQ(bufs[0].reference.number_of_samples, half);
+    EXPECT_EQ(bufs[0].reference.active_channels, out_ch);
+    EXPECT_EQ(bufs[0].geometry.encoded_matrix[0], half);
+    EXPECT_LT(test::relative_error(be->to_host(bufs[0].data), sum), 2e-6);
+}
+
+TEST(Accumulate, BatchedLineOperationsMatchLineByLineReference) { check_batched_line_operations(make_cpu_backend(2)); }
+
+TEST(Accumulate, BatchedLineOperationsOnCudaMatchLineByLineReference) {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+    check_batched_line_operations(make_cuda_backend());
 }
 
 TEST(Accumulate, RepeatedLinesAreAveraged) {
@@ -1035,6 +1114,25 @@ TEST(Errors, NoiseChannelMismatchNamesBothCounts) {
         error_of([&] { test::run_chain(std::move(g), test::make_session(header_xml(s), be), to_messages(in)); });
     EXPECT_NE(msg.find("3 channels"), std::string::npos) << msg;
     EXPECT_NE(msg.find("noise scans 4"), std::string::npos) << msg;
+}
+
+TEST(Errors, CoilCombineMapStrideOutOfRangeNamesTheValue) {
+    for (int bad : {-1, 65}) {
+        config::CoilCombine cfg;
+        cfg.set_method(config::COMBINE_WALSH);
+        cfg.set_map_stride(bad);
+        try {
+            make_coil_combine(cfg);
+            ADD_FAILURE() << "map_stride " << bad << " accepted";
+        } catch (const ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find("map_stride " + std::to_string(bad)), std::string::npos) << e.what();
+        }
+    }
+    for (int good : {0, 1, 7, 64}) {
+        config::CoilCombine cfg;
+        cfg.set_map_stride(good);
+        EXPECT_NO_THROW(make_coil_combine(cfg)) << good;
+    }
 }
 
 TEST(Errors, HeaderWithoutEncodingFailsAtStart) {

@@ -3,6 +3,7 @@
 // both reject the same calls with the same words. Every message names the offending value.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -96,10 +97,13 @@ inline void check_combine(const CArray& x, const CArray& maps, const CArray& y) 
     check_reduced(x, y, "combine_last_axis");
 }
 
-inline void check_walsh(const CArray& x, int kernel, const CArray& maps) {
+inline void check_walsh(const CArray& x, int kernel, int stride, const CArray& maps) {
     if (x.shape().rank() < 3)
         throw std::invalid_argument("walsh_sensitivities: x " + x.shape().str() + " should be [X, Y, Z..., C]");
     if (kernel < 1) throw std::invalid_argument("walsh_sensitivities: kernel " + std::to_string(kernel) + " < 1");
+    if (stride < 1)
+        throw std::invalid_argument("walsh_sensitivities: stride " + std::to_string(stride) +
+                                    " < 1 (grid spacing of the coil-map estimate, 1 = every pixel)");
     if (maps.shape() != x.shape())
         throw std::invalid_argument("walsh_sensitivities: maps " + maps.shape().str() + " differ from x " +
                                     x.shape().str());
@@ -122,8 +126,53 @@ inline void check_rows(const CArray& dst, size_t row_len, size_t rows, size_t of
                                     dst.shape().str());
 }
 
+// place_lines: same first and last axis, placements inside both arrays and distinct.
+struct PlaceDims {
+    size_t l, k, e, c;
+};
+inline PlaceDims check_place_lines(const CArray& src, const std::vector<Backend::LinePlacement>& where,
+                                   const CArray& dst) {
+    const Shape& ss = src.shape();
+    const Shape& ds = dst.shape();
+    if (ss.rank() < 2 || ds.rank() < 2)
+        throw std::invalid_argument("place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " need at least two axes [L, ..., C]");
+    if (ss[0] != ds[0] || ss[ss.rank() - 1] != ds[ds.rank() - 1])
+        throw std::invalid_argument("place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " differ in the line length (first axis) or the channels (last axis)");
+    PlaceDims d{ss[0], 0, 0, ss[ss.rank() - 1]};
+    d.k = d.l != 0 && d.c != 0 ? ss.size() / (d.l * d.c) : 0;
+    d.e = d.l != 0 && d.c != 0 ? ds.size() / (d.l * d.c) : 0;
+    if (where.size() > d.k)
+        throw std::invalid_argument("place_lines: " + std::to_string(where.size()) + " placements for the " +
+                                    std::to_string(d.k) + " lines of src " + ss.str());
+    std::vector<bool> seen(d.e, false);
+    for (size_t k = 0; k < where.size(); ++k) {
+        const size_t e = where[k].line;
+        if (e >= d.e)
+            throw std::invalid_argument("place_lines: placement " + std::to_string(k) + " targets line " +
+                                        std::to_string(e) + " of dst " + ds.str() + ", which has " +
+                                        std::to_string(d.e) + " lines");
+        if (seen[e])
+            throw std::invalid_argument("place_lines: line " + std::to_string(e) + " is targeted twice in one call");
+        seen[e] = true;
+    }
+    if (same_storage(src, dst)) throw std::invalid_argument("place_lines: dst " + ds.str() + " aliases src");
+    return d;
+}
+
 inline int walsh_lo(int kernel) { return kernel / 2; }
 inline int walsh_hi(int kernel) { return kernel - 1 - kernel / 2; }
+// Walsh grid along an axis of n pixels at spacing `stride`: points g_i = min(i * stride, n - 1),
+// i = 0..walsh_grid_size(n, stride) - 1, so the first is 0 and the last n - 1 (the last interval may
+// be shorter). Maps are exact at grid points and bilinearly interpolated in between.
+inline size_t walsh_grid_size(size_t n, int stride) {
+    return n == 0 ? 0 : (n - 1 + static_cast<size_t>(stride) - 1) / static_cast<size_t>(stride) + 1;
+}
+inline size_t walsh_grid_coord(size_t i, int stride, size_t n) {
+    const size_t g = i * static_cast<size_t>(stride);
+    return g < n - 1 ? g : n - 1;
+}
 // Power iterations for the dominant eigenvector (both backends use the same count and start vector,
 // so they agree even where the eigengap is small).
 constexpr int kWalshIterations = 20;

@@ -34,12 +34,26 @@ public:
     CArray to_host(const CArray& a) override { return on_host(a, "to_host"); }
     void synchronize() override {}
 
+    void download_part(const CArray& x, ComplexPart part, float* out) override {
+        check(x, "download_part", "x");
+        if (x.size() == 0) return;
+        cpu::complex_part(x.data(), x.size(), part, out, threads_);
+    }
+
     void upload_rows(const cfloat* src, size_t src_pitch, size_t row_len, size_t rows, CArray& dst,
                      size_t dst_offset, size_t dst_pitch) override {
         detail::check_rows(dst, row_len, rows, dst_offset, dst_pitch, "upload_rows");
         detail::check_device(dst, Device::Cpu, "upload_rows", "dst");
         for (size_t i = 0; i < rows; ++i)
             std::copy(src + i * src_pitch, src + i * src_pitch + row_len, dst.data() + dst_offset + i * dst_pitch);
+    }
+
+    void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) override {
+        check(src, "place_lines", "src");
+        check(dst, "place_lines", "dst");
+        const detail::PlaceDims d = detail::check_place_lines(src, where, dst);
+        if (where.empty() || d.l == 0 || d.c == 0) return;
+        cpu::place_lines(src, where, dst, d.l, d.k, d.e, d.c, threads_);
     }
 
     void fft(CArray& x, AxisMask axes, FFTDirection dir) override {
@@ -79,11 +93,11 @@ public:
         cpu::rss_last_axis(x, y, threads_);
     }
 
-    void walsh_sensitivities(const CArray& x, int kernel, CArray& maps) override {
+    void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps) override {
         check(x, "walsh_sensitivities", "x");
         check(maps, "walsh_sensitivities", "maps");
-        detail::check_walsh(x, kernel, maps);
-        cpu::walsh_sensitivities(x, kernel, maps, threads_);
+        detail::check_walsh(x, kernel, stride, maps);
+        cpu::walsh_sensitivities(x, kernel, stride, maps, threads_);
     }
 
     void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) override {

@@ -1,0 +1,25 @@
+#pragma once
+// Launcher of the kernel that puts a batch of processed readout lines into the k-space buffer
+// (Backend::place_lines). Arguments are validated by the caller.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace larmor::cuda {
+
+// Placements per launch (passed by value as kernel parameters; larger batches take several launches).
+constexpr int kMaxPlacements = 64;
+
+struct Placements {
+    int count = 0;
+    long long line[kMaxPlacements] = {};
+    long long slot[kMaxPlacements] = {};
+    float keep[kMaxPlacements] = {};
+    float scale[kMaxPlacements] = {};
+};
+
+// src [l, k, c], dst [l, e, c], column-major (first axis fastest).
+void launch_place_lines(const float2* src, long long l, long long k, float2* dst, long long e, long long c,
+                        const Placements& p, cudaStream_t stream);
+
+}  // namespace larmor::cuda

@@ -1,0 +1,152 @@
+// The backend primitives behind streaming reconstruction: place_lines (processed readouts into the
+// k-space buffer, with running means of repeated lines) and download_part (real parts of an image,
+// taken on the device). CPU against a double-precision reference written here; CUDA against the CPU
+// twin (skipped without a CUDA device).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "tests/support/reference_dft.h"
+
+namespace larmor {
+namespace {
+
+using test::cdouble;
+
+#define REQUIRE_CUDA() \
+    if (!larmor::cuda_available()) GTEST_SKIP() << "no CUDA device"
+
+// Three rounds of placements into a [L, E, C] buffer, including keep != 0 (running means).
+struct Round {
+    std::vector<Backend::LinePlacement> where;
+    unsigned seed;
+};
+const size_t kL = 37, kK = 5, kE = 11, kC = 3;
+std::vector<Round> rounds() {
+    return {{{{3, 0.f, 1.f}, {0, 0.f, 1.f}, {10, 0.f, 1.f}, {7, 0.f, 2.f}}, 1},
+            {{{3, 0.5f, 0.5f}, {4, 0.f, 1.f}, {0, 0.25f, -1.5f}, {9, 0.f, 1.f}, {10, 2.f, 1.f}}, 2},
+            {{{10, 1.f / 3, 2.f / 3}}, 3}};
+}
+
+std::vector<cdouble> reference_places() {
+    std::vector<cdouble> dst(kL * kE * kC, cdouble(7.0, -7.0));  // lines never placed keep this
+    for (const Round& r : rounds()) {
+        const std::vector<cdouble> src = test::to_double(test::random_array({kL, kK, kC}, r.seed));
+        for (size_t k = 0; k < r.where.size(); ++k)
+            for (size_t c = 0; c < kC; ++c)
+                for (size_t l = 0; l < kL; ++l) {
+                    cdouble& d = dst[(c * kE + r.where[k].line) * kL + l];
+                    const cdouble in = src[(c * kK + k) * kL + l];
+                    d = r.where[k].keep == 0.f ? double(r.where[k].scale) * in
+                                               : double(r.where[k].keep) * d + double(r.where[k].scale) * in;
+                }
+    }
+    return dst;
+}
+
+CArray run_places(Backend& be) {
+    CArray init = CArray::host({kL, kE, kC});
+    for (size_t i = 0; i < init.size(); ++i) init.data()[i] = cfloat(7.f, -7.f);
+    CArray dst = be.to_device(init);
+    for (const Round& r : rounds()) {
+        CArray src = be.to_device(test::random_array({kL, kK, kC}, r.seed));
+        be.place_lines(src, r.where, dst);
+    }
+    return be.to_host(dst);
+}
+
+TEST(PlaceLines, CpuMatchesReference) {
+    auto cpu = make_cpu_backend(2);
+    EXPECT_LT(test::relative_error(run_places(*cpu), reference_places()), 1e-6);
+}
+
+TEST(PlaceLines, RejectsBadPlacementsNamingThem) {
+    auto cpu = make_cpu_backend(1);
+    CArray src = CArray::host({8, 2, 3}), dst = CArray::host({8, 4, 3});
+    auto message = [&](const std::vector<Backend::LinePlacement>& w, CArray& d) {
+        try {
+            cpu->place_lines(src, w, d);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message({{4, 0.f, 1.f}}, dst).find("line 4"), std::string::npos);
+    EXPECT_NE(message({{1, 0.f, 1.f}, {1, 0.f, 1.f}}, dst).find("targeted twice"), std::string::npos);
+    EXPECT_NE(message({{0, 0.f, 1.f}, {1, 0.f, 1.f}, {2, 0.f, 1.f}}, dst).find("3 placements"), std::string::npos);
+    CArray other = CArray::host({9, 4, 3});
+    EXPECT_NE(message({{0, 0.f, 1.f}}, other).find("differ in the line length"), std::string::npos);
+}
+
+TEST(PlaceLines, CudaMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend(2);
+    EXPECT_LT(test::relative_error(run_places(*gpu), test::to_double(run_places(*cpu))), 1e-6);
+    // More placements than one kernel launch carries (64): 150 lines of a 200-line buffer.
+    CArray src = test::random_array({16, 150, 2}, 9);
+    std::vector<Backend::LinePlacement> where;
+    for (size_t k = 0; k < 150; ++k) where.push_back({(k * 37) % 200, 0.f, 1.f + float(k % 3)});
+    CArray d_gpu = gpu->zeros({16, 200, 2}), d_cpu = cpu->zeros({16, 200, 2});
+    gpu->place_lines(gpu->to_device(src), where, d_gpu);
+    cpu->place_lines(src, where, d_cpu);
+    EXPECT_EQ(test::relative_error(gpu->to_host(d_gpu), d_cpu), 0.0);
+}
+
+// Values that stress each part: huge magnitudes (|z|^2 overflows float), signs in all quadrants, zeros.
+CArray part_input() {
+    CArray x = test::random_array({33, 17, 2}, 4);
+    x.data()[0] = cfloat(3e30f, -4e30f);
+    x.data()[1] = cfloat(0.f, 0.f);
+    x.data()[2] = cfloat(-1.f, -0.f);
+    x.data()[3] = cfloat(-2.f, 1e-30f);
+    return x;
+}
+
+double reference_part(cfloat z, ComplexPart p) {
+    const cdouble d(z);
+    switch (p) {
+        case ComplexPart::Magnitude: return std::abs(d);
+        case ComplexPart::Real: return d.real();
+        case ComplexPart::Imag: return d.imag();
+        case ComplexPart::Phase: return std::arg(d);
+    }
+    return 0;
+}
+
+const ComplexPart kParts[] = {ComplexPart::Magnitude, ComplexPart::Real, ComplexPart::Imag, ComplexPart::Phase};
+
+TEST(DownloadPart, CpuMatchesReference) {
+    auto cpu = make_cpu_backend(2);
+    const CArray x = part_input();
+    for (ComplexPart p : kParts) {
+        std::vector<float> out(x.size(), -99.f);
+        cpu->download_part(x, p, out.data());
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double want = reference_part(x.data()[i], p);
+            EXPECT_NEAR(out[i], want, 1e-6 * std::max(1.0, std::abs(want))) << "element " << i << " part " << int(p);
+        }
+    }
+}
+
+TEST(DownloadPart, CudaMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend(2);
+    const CArray x = part_input();
+    const CArray d = gpu->to_device(x);
+    for (ComplexPart p : kParts) {
+        std::vector<float> g(x.size(), -99.f), c(x.size(), -98.f);
+        gpu->download_part(d, p, g.data());
+        cpu->download_part(x, p, c.data());
+        for (size_t i = 0; i < x.size(); ++i)
+            EXPECT_NEAR(g[i], c[i], 2e-7 * std::max(1.f, std::abs(c[i]))) << "element " << i << " part " << int(p);
+    }
+}
+
+}  // namespace
+}  // namespace larmor
