@@ -1,11 +1,11 @@
 // One real part of complex data (Backend::download_part), computed on the device so that only the
 // floats are downloaded. The magnitude is formed in double like the CPU backend's, so both round the
 // same exact value to float.
-#include <algorithm>
 #include <string>
 
 #include "cuda/complex_part.h"
 #include "cuda/cuda_check.h"
+#include "cuda/launch_size.h"
 
 namespace larmor::cuda {
 namespace {
@@ -32,7 +32,7 @@ __global__ void complex_part_kernel(const float2* __restrict__ x, long long n, i
 void launch_complex_part(const float2* x, long long n, ComplexPart part, float* out, cudaStream_t stream) {
     if (n == 0) return;
     const int p = part == ComplexPart::Magnitude ? 0 : part == ComplexPart::Real ? 1 : part == ComplexPart::Imag ? 2 : 3;
-    const auto grid = static_cast<unsigned>(std::max(1LL, std::min((n + kThreads - 1) / kThreads, 1LL << 20)));
+    const unsigned grid = grid_stride_blocks(n, kThreads);
     complex_part_kernel<<<grid, kThreads, 0, stream>>>(x, n, p, out);
     LARMOR_CUDA_LAUNCH_CHECK("complex_part_kernel", std::to_string(n) + " elements");
 }

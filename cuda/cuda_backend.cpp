@@ -164,10 +164,10 @@ public:
         for (size_t first = 0; first < where.size(); first += cuda::kMaxPlacements) {
             cuda::Placements p;
             p.count = static_cast<int>(std::min<size_t>(cuda::kMaxPlacements, where.size() - first));
+            p.first = static_cast<long long>(first);
             for (int q = 0; q < p.count; ++q) {
                 const LinePlacement& w = where[first + static_cast<size_t>(q)];
                 p.line[q] = static_cast<long long>(w.line);
-                p.slot[q] = static_cast<long long>(first) + q;
                 p.keep[q] = w.keep;
                 p.scale[q] = w.scale;
             }

@@ -6,6 +6,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/launch_size.h"
 
 namespace larmor::cuda {
 namespace {
@@ -14,9 +15,7 @@ constexpr int kThreads = 256;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-unsigned grid_for(long long work, long long cap = 1 << 20) {
-    return static_cast<unsigned>(std::max(1LL, std::min((work + kThreads - 1) / kThreads, cap)));
-}
+unsigned grid_for(long long work, long long cap = 1 << 20) { return grid_stride_blocks(work, kThreads, cap); }
 
 template <int V>
 struct Vec;

@@ -1,9 +1,9 @@
 // Puts a batch of processed readout lines into the k-space buffer. One thread per sample of a
 // (placement, channel) row: rows are contiguous in both arrays, so reads and writes coalesce.
-#include <algorithm>
 #include <string>
 
 #include "cuda/cuda_check.h"
+#include "cuda/launch_size.h"
 #include "cuda/line_kernels.h"
 
 namespace larmor::cuda {
@@ -19,7 +19,7 @@ __global__ void place_lines_kernel(const float2* __restrict__ src, long long l, 
         const long long s = i % per_row, row = i / per_row;
         const int q = static_cast<int>(row % p.count);
         const long long ch = row / p.count;
-        const float2 in = src[(ch * k + p.slot[q]) * l + s];
+        const float2 in = src[(ch * k + p.first + q) * l + s];
         float2* out = dst + (ch * e + p.line[q]) * l + s;
         const float a = p.keep[q], b = p.scale[q];
         if (a == 0.f) {
@@ -37,7 +37,7 @@ void launch_place_lines(const float2* src, long long l, long long k, float2* dst
                         const Placements& p, cudaStream_t stream) {
     const long long work = static_cast<long long>(p.count) * c * l;
     if (work == 0) return;
-    const auto grid = static_cast<unsigned>(std::max(1LL, std::min((work + kThreads - 1) / kThreads, 1LL << 20)));
+    const unsigned grid = grid_stride_blocks(work, kThreads);
     place_lines_kernel<<<grid, kThreads, 0, stream>>>(src, l, k, dst, e, c, p);
     LARMOR_CUDA_LAUNCH_CHECK("place_lines_kernel", std::to_string(p.count) + " lines of " + std::to_string(l) + " x " +
                                                        std::to_string(c) + " channels");

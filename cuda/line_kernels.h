@@ -10,10 +10,11 @@ namespace larmor::cuda {
 // Placements per launch (passed by value as kernel parameters; larger batches take several launches).
 constexpr int kMaxPlacements = 64;
 
+// Placements first .. first + count - 1 of one call; placement q reads src slot first + q.
 struct Placements {
     int count = 0;
+    long long first = 0;
     long long line[kMaxPlacements] = {};
-    long long slot[kMaxPlacements] = {};
     float keep[kMaxPlacements] = {};
     float scale[kMaxPlacements] = {};
 };
