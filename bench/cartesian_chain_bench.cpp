@@ -142,10 +142,11 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
     // Fewest bytes through device memory for what is left after the last readout (latency) or for
     // the whole frame (total), for the bound column (bench_table.py: bytes / measured copy bandwidth).
     // Line operations act on batches of 16 readouts (AccumulateTrigger): per batch B = 512 x 16 x 32
-    // samples, readout IFFT read+write 2B, crop B + B/2, FFT back B, whitening B, placement B.
+    // samples, readout IFFT read+write 2B, crop B + B/2, FFT back B, whitening and placement in one
+    // pass B.
     const double sample = 8;
     const double batch = double(kReadout) * 16 * kCoils * sample;
-    const double per_batch = 6.5 * batch;
+    const double per_batch = 5.5 * batch;
     const double image = double(kReadout / 2) * kLines * kCoils * sample;  // coil images after ROOS
     const double tail = 2 * image                                          // 2D inverse FFT read+write
                         + image + double(kLines) * kLines * sample          // combine: read, write

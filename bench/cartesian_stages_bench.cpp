@@ -16,11 +16,13 @@ namespace {
 using namespace larmor;
 
 // Walsh: per-pixel maps (stride 1), a grid of spacing 4 and the default spacing (= the 7x7 window),
-// side by side.
-// LineBatch: what AccumulateTrigger does per 16 readouts (readout IFFT, crop, FFT, whitening,
-// placement into the buffer); DownloadMagnitude: ImageFinish's magnitude taken on the device.
+// side by side; WalshCombine7: what CoilCombine runs (default grid, maps interpolated inside the
+// combination and never stored).
+// LineBatch: what AccumulateTrigger does per 16 readouts (readout IFFT, crop, FFT, whitening folded
+// into the placement into the buffer); DownloadMagnitude: ImageFinish's magnitude taken on the device.
 enum class Op {
-    UploadLine, LineBatch, FftReadout, CropReadout, Whiten, Fft2d, Rss, Walsh, WalshStride4, WalshStride7, Combine, Download,
+    UploadLine, LineBatch, FftReadout, CropReadout, Whiten, Fft2d, Rss, Walsh, WalshStride4, WalshStride7, Combine,
+    WalshCombine7, Download,
     DownloadMagnitude, Alloc
 };
 
@@ -57,9 +59,7 @@ void stage(benchmark::State& state, bool gpu, Op op) {
             CArray y = be->empty({ro / 2, kb, nc});
             be->crop_pad_centred(x, y);
             be->fft(y, 1u, FFTDirection::Forward);
-            CArray z = be->empty(y.shape());
-            be->mix_last_axis(y, w, z);
-            be->place_lines(z, where, half);
+            be->mix_place_lines(y, w, where, half);
         };
         break;
     case Op::FftReadout: run = [&] { CArray x = raw; be->fft(x, 1u, FFTDirection::Inverse); }; break;
@@ -71,6 +71,7 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     case Op::WalshStride4: run = [&] { be->walsh_sensitivities(half, 7, 4, maps); }; break;
     case Op::WalshStride7: run = [&] { be->walsh_sensitivities(half, 7, 7, maps); }; break;
     case Op::Combine: run = [&] { be->combine_last_axis(half, maps, one); }; break;
+    case Op::WalshCombine7: run = [&] { be->walsh_combine(half, 7, 7, one); }; break;
     case Op::Download: run = [&] { CArray h = be->to_host(one); benchmark::DoNotOptimize(h.data()); }; break;
     case Op::DownloadMagnitude: run = [&] { be->download_part(one, ComplexPart::Magnitude, magnitude.data()); }; break;
     case Op::Alloc: run = [&] { CArray a = be->empty(raw.shape()); benchmark::DoNotOptimize(a.data()); }; break;
@@ -98,6 +99,7 @@ LARMOR_STAGE(Walsh);
 LARMOR_STAGE(WalshStride4);
 LARMOR_STAGE(WalshStride7);
 LARMOR_STAGE(Combine);
+LARMOR_STAGE(WalshCombine7);
 LARMOR_STAGE(Download);
 LARMOR_STAGE(DownloadMagnitude);
 LARMOR_STAGE(Alloc);

@@ -66,6 +66,15 @@ public:
     };
     virtual void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) = 0;
 
+    // place_lines with the coil mixing of mix_last_axis folded in: src viewed as [L, K, D], dst as
+    // [L, E, C], m row-major C x D, and for each placement k
+    //   dst[:, where[k].line, c] = where[k].keep * dst[:, where[k].line, c]
+    //                              + where[k].scale * sum_d m[c * D + d] * src[:, k, d].
+    // The accumulator prewhitens each batch of readouts on its way into the buffer: one pass instead
+    // of a matrix product into a temporary and a placement.
+    virtual void mix_place_lines(const CArray& src, const std::vector<cfloat>& m,
+                                 const std::vector<LinePlacement>& where, CArray& dst) = 0;
+
     // Centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT over the axes in
     // `axes`, batched over all others. Forward uses exp(-i...), Inverse exp(+i...). The result is
     // left in `x`, which may be rebound to new storage (a GPU backend transforms out of place so the
@@ -94,6 +103,11 @@ public:
 
     // y = sum_c conj(s_c) x_c / sum_c |s_c|^2 over the last axis (optimal combination with maps).
     virtual void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) = 0;
+
+    // combine_last_axis(x, walsh_sensitivities(x, kernel, stride), y), without keeping the maps: a
+    // GPU interpolates them from the grid while it combines, so the full-size maps are never written
+    // and read back (2 x 17 MB for 256^2 x 32 coils).
+    virtual void walsh_combine(const CArray& x, int kernel, int stride, CArray& y) = 0;
 };
 
 // CPU backend with `threads` worker threads (0 = all cores).

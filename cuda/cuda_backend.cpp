@@ -18,6 +18,7 @@
 #include "cuda/fft_plans.h"
 #include "cuda/kernels.h"
 #include "cuda/line_kernels.h"
+#include "cuda/upload_ring.h"
 
 namespace larmor {
 namespace {
@@ -54,7 +55,8 @@ public:
     explicit CudaBackend(int device)
         : ctx_(std::make_shared<cuda::DeviceContext>(device)),
           plans_(ctx_),
-          downloads_(std::make_shared<cuda::PinnedCache>(device)) {}
+          downloads_(std::make_shared<cuda::PinnedCache>(device)),
+          uploads_(device) {}
 
     Device device() const override { return Device::Cuda; }
     cudaStream_t stream() const { return ctx_->stream(); }
@@ -121,17 +123,15 @@ public:
         check_ours(x, "download_part", "x");
         if (x.size() == 0) return;
         DeviceGuard g(ctx_->device());
-        const std::string ctx = "download_part of " + x.shape().str();
         const size_t bytes = x.size() * sizeof(float);
-        auto part_dev = cuda::make_device_storage(ctx_, bytes, "real part of " + x.shape().str());
-        cuda::launch_complex_part(dev(x), static_cast<long long>(x.size()), part, static_cast<float*>(part_dev->data()),
+        // The kernel writes the floats straight into page-locked host memory (mapped into the device's
+        // address space under unified addressing): no device buffer and no separate copy to queue,
+        // and the writes stream over the bus as they are produced. The caller's memory is pageable
+        // (often fresh), so the floats are copied there once they have arrived.
+        auto pinned = downloads_->take(bytes, "download_part of " + x.shape().str());
+        cuda::launch_complex_part(dev(x), static_cast<long long>(x.size()), part, static_cast<float*>(pinned->data()),
                                   ctx_->stream());
-        // Through page-locked memory: a copy into the caller's (pageable, often fresh) memory would be
-        // staged by the driver page by page, several times slower than this copy plus a memcpy.
-        auto pinned = downloads_->take(bytes, ctx);
-        LARMOR_CUDA_CHECK(cudaMemcpyAsync(pinned->data(), part_dev->data(), bytes, cudaMemcpyDeviceToHost, ctx_->stream()),
-                          ctx);
-        LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), ctx);
+        LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), "download_part of " + x.shape().str());
         std::memcpy(out, pinned->data(), bytes);
     }
 
@@ -145,14 +145,20 @@ public:
         check_ours(dst, "upload_rows", "dst");
         detail::check_rows(dst, row_len, rows, dst_offset, dst_pitch, "upload_rows");
         if (rows == 0 || row_len == 0) return;
-        DeviceGuard g(ctx_->device());
         // On the compute stream: ordered after the buffer's zeroing and before the reconstruction
-        // that follows the trigger. A pageable source is staged by the driver before the call returns.
-        LARMOR_CUDA_CHECK(cudaMemcpy2DAsync(dst.data() + dst_offset, dst_pitch * sizeof(cfloat), src,
-                                            src_pitch * sizeof(cfloat), row_len * sizeof(cfloat), rows,
-                                            cudaMemcpyHostToDevice, ctx_->stream()),
-                          "upload_rows of " + std::to_string(rows) + " x " + std::to_string(row_len) + " into " +
-                              dst.shape().str());
+        // that follows the trigger. Staged through page-locked slots (cuda/upload_ring.h); a copy too
+        // large for a slot goes straight from pageable memory, staged by the driver.
+        auto what = [&] {
+            return "upload_rows of " + std::to_string(rows) + " x " + std::to_string(row_len) + " into " + dst.shape().str();
+        };
+        void* to = dst.data() + dst_offset;
+        if (uploads_.upload(to, dst_pitch * sizeof(cfloat), src, src_pitch * sizeof(cfloat), row_len * sizeof(cfloat),
+                            rows, ctx_->stream(), what))
+            return;
+        DeviceGuard g(ctx_->device());
+        LARMOR_CUDA_CHECK(cudaMemcpy2DAsync(to, dst_pitch * sizeof(cfloat), src, src_pitch * sizeof(cfloat),
+                                            row_len * sizeof(cfloat), rows, cudaMemcpyHostToDevice, ctx_->stream()),
+                          what());
     }
 
     void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) override {
@@ -162,17 +168,26 @@ public:
         if (where.empty() || d.l == 0 || d.c == 0) return;
         DeviceGuard g(ctx_->device());
         for (size_t first = 0; first < where.size(); first += cuda::kMaxPlacements) {
-            cuda::Placements p;
-            p.count = static_cast<int>(std::min<size_t>(cuda::kMaxPlacements, where.size() - first));
-            p.first = static_cast<long long>(first);
-            for (int q = 0; q < p.count; ++q) {
-                const LinePlacement& w = where[first + static_cast<size_t>(q)];
-                p.line[q] = static_cast<long long>(w.line);
-                p.keep[q] = w.keep;
-                p.scale[q] = w.scale;
-            }
+            const cuda::Placements p = placements(where, first);
             cuda::launch_place_lines(dev(src), static_cast<long long>(d.l), static_cast<long long>(d.k), dev(dst),
                                      static_cast<long long>(d.e), static_cast<long long>(d.c), p, ctx_->stream());
+        }
+    }
+
+    void mix_place_lines(const CArray& src, const std::vector<cfloat>& m, const std::vector<LinePlacement>& where,
+                         CArray& dst) override {
+        check_ours(src, "mix_place_lines", "src");
+        check_ours(dst, "mix_place_lines", "dst");
+        const detail::MixPlaceDims d = detail::check_mix_place_lines(src, m.size(), where, dst);
+        if (where.empty() || d.l == 0 || d.c == 0) return;
+        DeviceGuard g(ctx_->device());
+        const CArray& md =
+            device_matrix(m, [&] { return "mix_place_lines src " + src.shape().str() + " -> dst " + dst.shape().str(); });
+        for (size_t first = 0; first < where.size(); first += cuda::kMaxPlacements) {
+            const cuda::Placements p = placements(where, first);
+            cuda::launch_mix_place_lines(dev(src), static_cast<long long>(d.l), static_cast<long long>(d.k),
+                                         static_cast<long long>(d.d), dev(md), dev(dst), static_cast<long long>(d.e),
+                                         static_cast<long long>(d.c), p, ctx_->stream());
         }
     }
 
@@ -206,7 +221,7 @@ public:
             LARMOR_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y.bytes(), ctx_->stream()), ctx);
             return;
         }
-        const CArray& md = device_matrix(m, ctx);
+        const CArray& md = device_matrix(m, [&] { return ctx; });
         const cuComplex one = make_cuComplex(1.f, 0.f), zero = make_cuComplex(0.f, 0.f);
         const auto n = static_cast<int64_t>(d.n), c = static_cast<int64_t>(d.c), k = static_cast<int64_t>(d.d);
         std::lock_guard<std::mutex> lock(ctx_->library_mutex());
@@ -255,20 +270,24 @@ public:
         check_ours(x, "walsh_sensitivities", "x");
         check_ours(maps, "walsh_sensitivities", "maps");
         detail::check_walsh(x, kernel, stride, maps);
-        const Shape& s = x.shape();
-        const size_t nc = s[s.rank() - 1];
-        if (nc > static_cast<size_t>(cuda::kWalshMaxCoils))
-            throw std::invalid_argument("walsh_sensitivities: " + std::to_string(nc) + " coils in " + s.str() +
-                                        " exceed the CUDA kernel's limit of " + std::to_string(cuda::kWalshMaxCoils) +
-                                        " (compress coils first)");
         if (x.size() == 0) return;
+        const cuda::WalshDims d = walsh_dims(x, kernel, stride, "walsh_sensitivities");
         DeviceGuard g(ctx_->device());
-        const size_t slices = x.size() / (s[0] * s[1] * nc);
-        const cuda::WalshDims d{static_cast<long long>(s[0]), static_cast<long long>(s[1]),
-                                static_cast<long long>(slices), static_cast<int>(nc), kernel, stride};
         auto scratch = cuda::make_device_storage(ctx_, cuda::walsh_scratch_bytes(d),
-                                                 "walsh scratch for " + s.str() + " stride " + std::to_string(stride));
+                                                 "walsh scratch for " + x.shape().str() + " stride " + std::to_string(stride));
         cuda::launch_walsh(dev(x), d, scratch->data(), dev(maps), ctx_->stream());
+    }
+
+    void walsh_combine(const CArray& x, int kernel, int stride, CArray& y) override {
+        check_ours(x, "walsh_combine", "x");
+        check_ours(y, "walsh_combine", "y");
+        detail::check_walsh_combine(x, kernel, stride, y);
+        if (x.size() == 0) return;
+        const cuda::WalshDims d = walsh_dims(x, kernel, stride, "walsh_combine");
+        DeviceGuard g(ctx_->device());
+        auto scratch = cuda::make_device_storage(ctx_, cuda::walsh_combine_scratch_bytes(d),
+                                                 "walsh scratch for " + x.shape().str() + " stride " + std::to_string(stride));
+        cuda::launch_walsh_combine(dev(x), d, scratch->data(), dev(y), ctx_->stream());
     }
 
     void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) override {
@@ -283,11 +302,41 @@ public:
     }
 
 private:
+    // Sizes for the Walsh kernels of x [X, Y, Z..., C] (non-empty); at most kWalshMaxCoils coils.
+    static cuda::WalshDims walsh_dims(const CArray& x, int kernel, int stride, const char* op) {
+        const Shape& s = x.shape();
+        const size_t nc = s[s.rank() - 1];
+        if (nc > static_cast<size_t>(cuda::kWalshMaxCoils))
+            throw std::invalid_argument(std::string(op) + ": " + std::to_string(nc) + " coils in " + s.str() +
+                                        " exceed the CUDA kernel's limit of " + std::to_string(cuda::kWalshMaxCoils) +
+                                        " (compress coils first)");
+        const size_t slices = x.size() / (s[0] * s[1] * nc);
+        return cuda::WalshDims{static_cast<long long>(s[0]), static_cast<long long>(s[1]), static_cast<long long>(slices),
+                               static_cast<int>(nc), kernel, stride};
+    }
+
+    // Kernel parameters for placements first .. first + kMaxPlacements - 1.
+    static cuda::Placements placements(const std::vector<LinePlacement>& where, size_t first) {
+        cuda::Placements p;
+        p.count = static_cast<int>(std::min<size_t>(cuda::kMaxPlacements, where.size() - first));
+        p.first = static_cast<long long>(first);
+        for (int q = 0; q < p.count; ++q) {
+            const LinePlacement& w = where[first + static_cast<size_t>(q)];
+            p.line[q] = static_cast<long long>(w.line);
+            p.keep[q] = w.keep;
+            p.scale[q] = w.scale;
+        }
+        return p;
+    }
+
     // A session mixes with the same matrix (its prewhitener) for every batch of readouts: the device
     // copy is kept and reused while the host matrix is unchanged (compared by value, ~1 µs for 32x32),
     // instead of going up from pageable memory on every call.
-    const CArray& device_matrix(const std::vector<cfloat>& m, const std::string& ctx) {
+    // `what` names the operation in errors (called only when the matrix goes up).
+    template <class What>
+    const CArray& device_matrix(const std::vector<cfloat>& m, const What& what) {
         if (mix_dev_.empty() || m != mix_host_) {
+            const std::string ctx = what();
             CArray md({m.size()}, cuda::make_device_storage(ctx_, m.size() * sizeof(cfloat), "mixing matrix of " + ctx));
             // Through the stream (pageable source: the call returns once it is staged), so the matrix
             // it replaces is released only after the work queued before.
@@ -316,6 +365,7 @@ private:
     std::shared_ptr<cuda::DeviceContext> ctx_;
     cuda::CufftPlanCache plans_;
     std::shared_ptr<cuda::PinnedCache> downloads_;  // shared with the arrays to_host returns
+    cuda::UploadRing uploads_;                      // staging of upload_rows
     std::vector<cfloat> mix_host_;  // the last mixing matrix, and its copy on the device
     CArray mix_dev_;
 };

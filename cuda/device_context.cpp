@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_check.h"
@@ -45,20 +47,26 @@ public:
     DeviceStorage(std::shared_ptr<DeviceContext> ctx, size_t bytes, const std::string& what, cudaStream_t stream)
         : ctx_(std::move(ctx)), bytes_(bytes) {
         if (bytes_ == 0) return;
+        // Only blocks for the compute stream come from the session's cache: an upload-stream block
+        // must not be one that queued compute work may still read.
+        if (!stream || stream == ctx_->stream()) ptr_ = ctx_->take_block(bytes_);
+        if (ptr_) return;
         DeviceGuard guard(ctx_->device());
-        const cudaError_t e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        cudaError_t e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            ctx_->release_cached_blocks();  // blocks of other sizes this session holds on to
+            e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        }
         if (e == cudaErrorMemoryAllocation) throw_out_of_memory("cudaMallocAsync", bytes_, ctx_->device(), what);
         if (e != cudaSuccess)
             throw_cuda("cudaMallocAsync", e, std::to_string(bytes_) + " bytes for " + what + " on device " +
                                                  std::to_string(ctx_->device()));
     }
+    // Back to the session's cache, or to the pool stream-ordered: after all work queued so far on the
+    // compute stream, the only stream that uses the block after its upload.
     ~DeviceStorage() override {
-        if (!ptr_) return;
-        DeviceGuard guard(ctx_->device());
-        // Stream-ordered: the block returns to the pool after all work queued so far on the compute
-        // stream, which is the only stream that uses it after its upload. Errors (e.g. at process exit,
-        // when the runtime is already unloading) are ignored: a destructor must not throw.
-        if (cudaFreeAsync(ptr_, ctx_->stream()) != cudaSuccess) cudaGetLastError();
+        if (ptr_) ctx_->give_block(ptr_, bytes_);
     }
     void* data() override { return ptr_; }
     size_t bytes() const override { return bytes_; }
@@ -185,6 +193,11 @@ DeviceContext::DeviceContext(int device) : device_(device) {
     DeviceGuard guard(device_);
     const std::string ctx = "device " + std::to_string(device_);
     LARMOR_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_), ctx);
+    // Kernels write into page-locked host memory through its host pointer (download_part), which
+    // unified addressing guarantees; every 64-bit Linux system with a supported GPU has it.
+    if (!props_.unifiedAddressing)
+        throw std::runtime_error("CUDA device " + std::to_string(device_) + " (" + props_.name +
+                                 ") lacks unified addressing, which the CUDA backend needs");
     keep_pool_memory(device_);
     LARMOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ctx);
     try {
@@ -199,8 +212,53 @@ DeviceContext::DeviceContext(int device) : device_(device) {
     }
 }
 
+void* DeviceContext::take_block(size_t bytes) {
+    std::lock_guard<std::mutex> lock(blocks_mutex_);
+    auto it = blocks_.find(bytes);
+    if (it == blocks_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= bytes;
+    return p;
+}
+
+void DeviceContext::give_block(void* p, size_t bytes) noexcept {
+    try {
+        std::lock_guard<std::mutex> lock(blocks_mutex_);
+        if (cached_bytes_ + bytes <= kCachedBytes) {
+            std::vector<void*>& list = blocks_[bytes];
+            if (list.size() < kCachedPerSize) {
+                list.push_back(p);
+                cached_bytes_ += bytes;
+                return;
+            }
+        }
+    } catch (...) {  // bookkeeping allocation failed: free the block instead
+    }
+    DeviceGuard guard(device_);
+    // Errors (e.g. at process exit, when the runtime is already unloading) are ignored: this runs in
+    // destructors, which must not throw.
+    if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
+}
+
+void DeviceContext::release_cached_blocks() noexcept {
+    std::unordered_map<size_t, std::vector<void*>> blocks;
+    {
+        std::lock_guard<std::mutex> lock(blocks_mutex_);
+        blocks.swap(blocks_);
+        cached_bytes_ = 0;
+    }
+    DeviceGuard guard(device_);
+    for (auto& [bytes, list] : blocks)
+        for (void* p : list)
+            if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
+    // The pool can hand the memory to an allocation on another stream only once the frees ran.
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
+}
+
 DeviceContext::~DeviceContext() {
     DeviceGuard guard(device_);
+    release_cached_blocks();
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
     if (blas_) cublasDestroy(blas_);
     if (upload_ && cudaStreamDestroy(upload_) != cudaSuccess) cudaGetLastError();

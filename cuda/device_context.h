@@ -45,6 +45,20 @@ public:
     // gadget threads share one backend, so calls into those libraries take this lock.
     std::mutex& library_mutex() { return library_mutex_; }
 
+    // Device blocks released by this session's arrays, kept for its next allocations of the same
+    // size. Every array of a session is used on its compute stream, so a block freed there may be
+    // handed to later work on that stream at once (stream order keeps the old uses first): the hot
+    // path of a streaming chain (the same few sizes every batch and frame) then makes no
+    // cudaMallocAsync/cudaFreeAsync calls, each several microseconds of host time.
+    // take_block returns nullptr when none of `bytes` is cached; give_block caches the block or,
+    // beyond kCachedPerSize blocks of a size or kCachedBytes in all, frees it stream-ordered.
+    static constexpr size_t kCachedPerSize = 8;
+    static constexpr size_t kCachedBytes = size_t{1} << 30;
+    void* take_block(size_t bytes);
+    void give_block(void* p, size_t bytes) noexcept;
+    // Frees every cached block (stream-ordered); used when an allocation fails for lack of memory.
+    void release_cached_blocks() noexcept;
+
 private:
     int device_;
     cudaDeviceProp props_{};
@@ -52,6 +66,9 @@ private:
     cudaStream_t upload_ = nullptr;
     cublasHandle_t blas_ = nullptr;
     std::mutex library_mutex_;
+    std::mutex blocks_mutex_;
+    std::unordered_map<size_t, std::vector<void*>> blocks_;
+    size_t cached_bytes_ = 0;
 };
 
 // Device memory from the device's stream-ordered pool, allocated on `stream` (default: the

@@ -56,6 +56,10 @@ struct WalshDims {
 };
 size_t walsh_scratch_bytes(const WalshDims& d);
 void launch_walsh(const float2* x, const WalshDims& d, void* scratch, float2* maps, cudaStream_t stream);
+// The Walsh-combined image y [nx, ny, slices] (Backend::walsh_combine): the maps are interpolated
+// from the grid inside the combination and never stored; scratch needs walsh_combine_scratch_bytes.
+size_t walsh_combine_scratch_bytes(const WalshDims& d);
+void launch_walsh_combine(const float2* x, const WalshDims& d, void* scratch, float2* y, cudaStream_t stream);
 
 // True when this binary carries code the current device can run (checked by cuda_available()).
 bool kernels_loadable();

@@ -1,6 +1,6 @@
 #pragma once
-// Launcher of the kernel that puts a batch of processed readout lines into the k-space buffer
-// (Backend::place_lines). Arguments are validated by the caller.
+// Launchers of the kernels that put a batch of processed readout lines into the k-space buffer
+// (Backend::place_lines, Backend::mix_place_lines). Arguments are validated by the caller.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -22,5 +22,9 @@ struct Placements {
 // src [l, k, c], dst [l, e, c], column-major (first axis fastest).
 void launch_place_lines(const float2* src, long long l, long long k, float2* dst, long long e, long long c,
                         const Placements& p, cudaStream_t stream);
+
+// src [l, k, d], dst [l, e, c], m row-major c x d on the device.
+void launch_mix_place_lines(const float2* src, long long l, long long k, long long d, const float2* m, float2* dst,
+                            long long e, long long c, const Placements& p, cudaStream_t stream);
 
 }  // namespace larmor::cuda

@@ -20,6 +20,12 @@
 // one compute-bound kernel that keeps everything on chip (grid_kernel) between a bandwidth-bound
 // energy reduction and a bandwidth-bound interpolation.
 //
+// At a spacing of at least the window side (the chain's default: kernel 7, stride 7, 38 x 38 points
+// for 256^2) the windows do not overlap and a block per point (walsh_point_kernel) replaces the
+// strips: 60 us instead of 70 us on the H200 (ncu), still latency-bound (95 registers, 5 blocks per
+// SM, one warp busy with the power iteration while three wait). walsh_combine then interpolates the
+// maps inside the combination (walsh_combine_kernel) instead of writing them.
+//
 // The FP32 CUDA cores do the arithmetic: TF32 tensor cores would lose the 1e-5 agreement with the CPU
 // reference, and R's Hermitian symmetry halves the formation, which a tensor-core GEMM would not.
 #include <algorithm>
@@ -216,6 +222,93 @@ __device__ __forceinline__ void group_sync(int barrier_count) {
     }
 }
 
+// Phase 2 of both grid kernels: kWalshIterations power iterations for each of the npts points whose
+// R (CP x CP, row pitch kPitch) lies at R + p * CP * kPitch in shared memory; the unit vectors go to
+// vs + p * CP. A point's rows fit one warp for CP <= 32 (no block barrier); for CP = 64 its 128
+// threads meet at named barriers. Threads from npts * kGroup on (rounded up to a warp) idle.
+template <int CP>
+__device__ void power_iterations(const float2* R, float2* vs, float* red, int npts, int tid) {
+    using Cfg = GridCfg<CP>;
+    constexpr int kPitch = Cfg::kPitch;
+    constexpr int G = Cfg::kGroup, kSeg = Cfg::kSeg, H = Cfg::kLanesPerRow;
+    const int power_threads = ((npts * G + 31) / 32) * 32;  // whole warps; lanes of absent points idle along
+    if (tid >= power_threads) return;
+    // Lanes of absent points (a group smaller than a warp) shadow the last point: they read its R and
+    // v, keeping the warp's shuffles and barriers whole, but never write.
+    const bool present = tid / G < npts;
+    const int pp = min(tid / G, npts - 1), lane = tid % G, prow = lane / H, half = lane % H;
+    const float2* Rp = R + pp * CP * kPitch;
+    float2* v = vs + pp * CP;
+    float* redp = red + pp * (G > 32 ? G / 32 : 1);
+    // Start from the column with the largest diagonal (first maximum, as the CPU).
+    int j0 = 0;
+    for (int i = 1; i < CP; ++i)
+        if (Rp[i * kPitch + i].x > Rp[j0 * kPitch + j0].x) j0 = i;
+    const bool nonzero = Rp[j0 * kPitch + j0].x > 0.f;
+    float2 row[kSeg];
+#pragma unroll
+    for (int k = 0; k < kSeg; k += 2) {
+        const float4 t = *reinterpret_cast<const float4*>(Rp + prow * kPitch + half * kSeg + k);
+        row[k] = make_float2(t.x, t.y);
+        row[k + 1] = make_float2(t.z, t.w);
+    }
+    const float2 v0 = half == 0 && nonzero ? Rp[prow * kPitch + j0] : make_float2(0.f, 0.f);
+    float n2 = group_sum<CP>(v0.x * v0.x + v0.y * v0.y, redp, npts * G);
+    const float inv0 = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;
+    if (half == 0 && present) v[prow] = make_float2(v0.x * inv0, v0.y * inv0);
+    group_sync<CP>(npts * G);
+    for (int it = 0; it < detail::kWalshIterations; ++it) {
+        // Four partial sums: independent FMA chains hide the FMA latency.
+        float2 s[4] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
+#pragma unroll
+        for (int k = 0; k < kSeg; k += 2) {
+            const float4 vv = *reinterpret_cast<const float4*>(v + half * kSeg + k);  // broadcast
+            cmac(s[(k / 2) % 4], row[k], make_float2(vv.x, vv.y));
+            cmac(s[(k / 2 + 2) % 4], row[k + 1], make_float2(vv.z, vv.w));
+        }
+        float2 w = make_float2((s[0].x + s[1].x) + (s[2].x + s[3].x), (s[0].y + s[1].y) + (s[2].y + s[3].y));
+        if constexpr (H == 2) {
+            w.x += __shfl_xor_sync(0xffffffffu, w.x, 1);
+            w.y += __shfl_xor_sync(0xffffffffu, w.y, 1);
+        }
+        n2 = group_sum<CP>(half == 0 ? w.x * w.x + w.y * w.y : 0.f, redp, npts * G);
+        group_sync<CP>(npts * G);  // every thread has read v
+        // R v == 0: the CPU stops, keeping v; keeping v here gives the same result. rsqrtf is
+        // within 2 ulp of the CPU's 1 / sqrt: a scale of v, forgotten by the next step (and a
+        // unit norm to 2 ulp after the last).
+        if (n2 > 0.f && half == 0 && present) {
+            const float inv = rsqrtf(n2);
+            v[prow] = make_float2(w.x * inv, w.y * inv);
+        }
+        group_sync<CP>(npts * G);
+    }
+}
+
+// The output of both grid kernels: the npts vectors in vs (after a block barrier), phase of the
+// reference coil removed, to a.out[coil][gbase + p], coalesced along consecutive points.
+template <int CP>
+__device__ void write_vectors(const float2* vs, int npts, const GridArgs& a, long long gbase, int tid, int threads) {
+    __shared__ int ref_s;
+    if (tid < 32) {
+        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
+        if (tid == 0) ref_s = r;
+    }
+    __syncthreads();
+    const int ref = ref_s;
+    for (int e = tid; e < a.nc * npts; e += threads) {
+        const int c = e / npts, p = e - c * npts;
+        const float2* v = vs + p * CP;
+        const float2 vr = v[ref];
+        const float mag = sqrtf(vr.x * vr.x + vr.y * vr.y);
+        float2 o = v[c];
+        if (mag > 0.f) {  // v * conj(vr) / |vr|
+            const float cr = vr.x / mag, ci = -vr.y / mag;
+            o = make_float2(o.x * cr - o.y * ci, o.x * ci + o.y * cr);
+        }
+        a.out[c * a.gpoints + gbase + p] = o;
+    }
+}
+
 template <int CP>
 __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(const GridArgs a) {
     using Cfg = GridCfg<CP>;
@@ -352,80 +445,125 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
     }
     __syncthreads();
 
-    // ---- phase 2: power iteration, warp-synchronous for CP <= 32 ----
-    constexpr int G = Cfg::kGroup, kSeg = Cfg::kSeg, H = Cfg::kLanesPerRow;
-    const int power_threads = ((npts * G + 31) / 32) * 32;  // whole warps; lanes of absent points idle along
-    if (tid < power_threads) {
-        const int pp = tid / G, lane = tid % G, prow = lane / H, half = lane % H;
-        const float2* Rp = R + pp * CP * kPitch;
-        float2* v = vs + pp * CP;
-        float* redp = red + pp * (G > 32 ? G / 32 : 1);
-        // Start from the column with the largest diagonal (first maximum, as the CPU).
-        int j0 = 0;
-        for (int i = 1; i < CP; ++i)
-            if (Rp[i * kPitch + i].x > Rp[j0 * kPitch + j0].x) j0 = i;
-        const bool nonzero = Rp[j0 * kPitch + j0].x > 0.f;
-        float2 row[kSeg];
-#pragma unroll
-        for (int k = 0; k < kSeg; k += 2) {
-            const float4 t = *reinterpret_cast<const float4*>(Rp + prow * kPitch + half * kSeg + k);
-            row[k] = make_float2(t.x, t.y);
-            row[k + 1] = make_float2(t.z, t.w);
-        }
-        const float2 v0 = half == 0 && nonzero ? Rp[prow * kPitch + j0] : make_float2(0.f, 0.f);
-        float n2 = group_sum<CP>(v0.x * v0.x + v0.y * v0.y, redp, npts * G);
-        const float inv0 = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;
-        if (half == 0) v[prow] = make_float2(v0.x * inv0, v0.y * inv0);
-        group_sync<CP>(npts * G);
-        for (int it = 0; it < detail::kWalshIterations; ++it) {
-            // Four partial sums: independent FMA chains hide the FMA latency.
-            float2 s[4] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
-#pragma unroll
-            for (int k = 0; k < kSeg; k += 2) {
-                const float4 vv = *reinterpret_cast<const float4*>(v + half * kSeg + k);  // broadcast
-                cmac(s[(k / 2) % 4], row[k], make_float2(vv.x, vv.y));
-                cmac(s[(k / 2 + 2) % 4], row[k + 1], make_float2(vv.z, vv.w));
-            }
-            float2 w = make_float2((s[0].x + s[1].x) + (s[2].x + s[3].x), (s[0].y + s[1].y) + (s[2].y + s[3].y));
-            if constexpr (H == 2) {
-                w.x += __shfl_xor_sync(0xffffffffu, w.x, 1);
-                w.y += __shfl_xor_sync(0xffffffffu, w.y, 1);
-            }
-            n2 = group_sum<CP>(half == 0 ? w.x * w.x + w.y * w.y : 0.f, redp, npts * G);
-            group_sync<CP>(npts * G);  // every thread has read v
-            // R v == 0: the CPU stops, keeping v; keeping v here gives the same result. rsqrtf is
-            // within 2 ulp of the CPU's 1 / sqrt: a scale of v, forgotten by the next step (and a
-            // unit norm to 2 ulp after the last).
-            if (n2 > 0.f && half == 0) {
-                const float inv = rsqrtf(n2);
-                v[prow] = make_float2(w.x * inv, w.y * inv);
-            }
-            group_sync<CP>(npts * G);
-        }
-    }
+    // ---- phase 2: power iteration, warp-synchronous for CP <= 32; then the output ----
+    power_iterations<CP>(R, vs, red, npts, tid);
     __syncthreads();
+    write_vectors<CP>(vs, npts, a, grow * a.gx + i0, tid, kThreads);
+}
 
-    // ---- output: phase of the reference coil removed, coalesced along the strip ----
-    __shared__ int ref_s;
-    if (tid < 32) {
-        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
-        if (tid == 0) ref_s = r;
-    }
-    __syncthreads();
-    const int ref = ref_s;
-    const long long gbase = grow * a.gx + i0;
-    for (int e = tid; e < a.nc * npts; e += kThreads) {
-        const int c = e / npts, p = e - c * npts;
-        const float2* v = vs + p * CP;
-        const float2 vr = v[ref];
-        const float mag = sqrtf(vr.x * vr.x + vr.y * vr.y);
-        float2 o = v[c];
-        if (mag > 0.f) {  // v * conj(vr) / |vr|
-            const float cr = vr.x / mag, ci = -vr.y / mag;
-            o = make_float2(o.x * cr - o.y * ci, o.x * ci + o.y * cr);
+// ---------------------------------------------------------------------------------------------
+// Grid eigenvectors, one block per grid point: for a spacing at least the window side (the default,
+// stride = kernel) neighbouring windows do not overlap, so the strip kernel's sharing of column sums
+// buys nothing, and its strips of 8 points left a 256^2 image with 190 blocks of 288 threads (one
+// per SM, most of them waiting at barriers: 70 us for 38 x 38 points, ncu). Here each point has a
+// block of kPointThreads: the window's pixels are staged in shared memory, column by column, all
+// loads issued at once, and each thread owns a TR x TC tile of the full R (no triangle bookkeeping:
+// twice the products of the Hermitian half, still cheap next to staging at this size), summed in
+// the CPU's order: down each column of the window, then the column sums left to right. Then the
+// power iteration and the output of the strip kernel, for one point.
+constexpr int kPointThreads = 128;
+constexpr int kPointChunk = 64;  // staged pixels per pass
+
+template <int CP>
+struct PointCfg {
+    static constexpr int kPitch = GridCfg<CP>::kPitch;
+    // R tile per thread: CP^2 / 128 entries (CP = 8: one entry for the first 64 threads).
+    static constexpr int kTR = CP == 64 ? 4 : CP == 32 ? 2 : 1;
+    static constexpr int kTC = CP == 64 ? 8 : CP == 32 ? 4 : CP == 16 ? 2 : 1;
+    static constexpr int kColTiles = CP / kTC;
+    static constexpr int kTiles = (CP / kTR) * kColTiles;
+    static constexpr size_t kStageBytes = static_cast<size_t>(kPointChunk) * kPitch * sizeof(float2);
+    static constexpr size_t kRBytes = static_cast<size_t>(CP) * kPitch * sizeof(float2);
+    static constexpr size_t kUnionBytes = zmax(kStageBytes, kRBytes);
+    static constexpr size_t kVBytes = static_cast<size_t>(CP) * sizeof(float2);
+    static constexpr size_t kSharedBytes = kUnionBytes + kVBytes + 16;
+    static_assert(kTiles <= kPointThreads, "R tiles exceed the block");
+    static_assert(GridCfg<CP>::kGroup <= kPointThreads, "power iteration group exceeds the block");
+};
+
+template <int CP>
+__global__ void __launch_bounds__(kPointThreads, 6) walsh_point_kernel(const GridArgs a) {
+    using Cfg = PointCfg<CP>;
+    constexpr int kPitch = Cfg::kPitch, TR = Cfg::kTR, TC = Cfg::kTC;
+    extern __shared__ float4 smem4[];
+    float2* stage = reinterpret_cast<float2*>(smem4);  // [kPointChunk][kPitch], then R [CP][kPitch]
+    float2* vs = stage + Cfg::kUnionBytes / sizeof(float2);
+    float* red = reinterpret_cast<float*>(vs + CP);
+    const int tid = threadIdx.x;
+
+    const int nx = static_cast<int>(a.nx), ny = static_cast<int>(a.ny);
+    const long long point = blockIdx.x;  // (slice * gy + j) * gx + i
+    const long long i = point % a.gx, grow = point / a.gx, j = grow % a.gy, slice = grow / a.gy;
+    const int gxp = grid_coord(i, a.stride, nx), gyp = grid_coord(j, a.stride, ny);
+    const int x0 = max(0, gxp - a.lo), x1 = min(nx - 1, gxp + a.hi);
+    const int y0 = max(0, gyp - a.lo), y1 = min(ny - 1, gyp + a.hi);
+    const int h = y1 - y0 + 1, npix = (x1 - x0 + 1) * h;
+    const float2* xs = a.x + slice * a.nx * a.ny;
+
+    const bool former = tid < Cfg::kTiles;
+    const int r0 = (tid / Cfg::kColTiles) * TR, c0 = (tid % Cfg::kColTiles) * TC;
+    float2 acc[TR][TC], col[TR][TC];
+#pragma unroll
+    for (int r = 0; r < TR; ++r)
+#pragma unroll
+        for (int c = 0; c < TC; ++c) acc[r][c] = col[r][c] = make_float2(0.f, 0.f);
+
+    for (int k0 = 0; k0 < npix; k0 += kPointChunk) {
+        const int n = min(kPointChunk, npix - k0);
+        __syncthreads();  // the previous chunk is consumed
+        // Pixel k of the window: column x0 + k / h, row y0 + k % h; all coils of a pixel contiguous.
+        // A window that fits one chunk (the usual case) is read along its rows, so consecutive
+        // threads read neighbouring pixels of one coil; a larger one goes column by column.
+        // Thread t stages pixel t % kPointChunk for every second coil: its position is worked out
+        // once per chunk, not per element (integer division is ~20 instructions).
+        static_assert(kPointThreads == 2 * kPointChunk, "two threads per staged pixel");
+        {
+            const int q = tid % kPointChunk;
+            if (q < n) {
+                const int w = x1 - x0 + 1;
+                const int k = n == npix ? (q % w) * h + q / w : k0 + q;
+                const float2* src = xs + static_cast<long long>(y0 + k % h) * a.nx + x0 + k / h;
+                float2* dst = stage + (k - k0) * kPitch;
+#pragma unroll 8
+                for (int c = tid / kPointChunk; c < CP; c += 2)
+                    dst[c] = c < a.nc ? src[c * a.pixels] : make_float2(0.f, 0.f);
+            }
         }
-        a.out[c * a.gpoints + gbase + p] = o;
+        __syncthreads();
+        if (former)
+            for (int q = 0; q < n; ++q) {
+                const float2* pv = stage + q * kPitch;
+                float2 av[TR], bv[TC];
+#pragma unroll
+                for (int r = 0; r < TR; ++r) av[r] = pv[r0 + r];
+#pragma unroll
+                for (int c = 0; c < TC; ++c) bv[c] = pv[c0 + c];
+#pragma unroll
+                for (int r = 0; r < TR; ++r)
+#pragma unroll
+                    for (int c = 0; c < TC; ++c) cmac_conj(col[r][c], av[r], bv[c]);
+                if ((k0 + q) % h == h - 1) {  // end of a window column: add its sum, in column order
+#pragma unroll
+                    for (int r = 0; r < TR; ++r)
+#pragma unroll
+                        for (int c = 0; c < TC; ++c) {
+                            acc[r][c] = make_float2(acc[r][c].x + col[r][c].x, acc[r][c].y + col[r][c].y);
+                            col[r][c] = make_float2(0.f, 0.f);
+                        }
+                }
+            }
     }
+    __syncthreads();  // staging consumed: R takes its place
+    float2* R = stage;
+    if (former)
+#pragma unroll
+        for (int r = 0; r < TR; ++r)
+#pragma unroll
+            for (int c = 0; c < TC; ++c) R[(r0 + r) * kPitch + c0 + c] = acc[r][c];
+    __syncthreads();
+    power_iterations<CP>(R, vs, red, 1, tid);
+    __syncthreads();
+    write_vectors<CP>(vs, 1, a, point, tid, kPointThreads);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -498,6 +636,60 @@ __global__ void __launch_bounds__(kInterpThreads) walsh_interp_kernel(const floa
     }
 }
 
+// Interpolation fused with the combination (Backend::walsh_combine): instead of storing the maps,
+// each coil's interpolated (not yet renormalised) vector s_c is multiplied into the image,
+//   y = sum_c conj(s_c) x_c / |s|,
+// which is combine_last_axis with the unit-norm maps s / |s| (their sum of squares, the denominator
+// there, is 1). The maps (17 MB for 256^2 x 32) are never written nor read back: x is streamed once
+// and the small grid comes from L2. A block covers 32 consecutive pixels with kCombineWarps warps,
+// warp w taking coils w, w + kCombineWarps, ... (each load of x 256 contiguous bytes); the partial
+// sums meet in shared memory.
+constexpr int kCombineWarps = 8;
+
+__global__ void __launch_bounds__(kCombineWarps * 32) walsh_combine_kernel(const float2* __restrict__ grid,
+                                                                            const float2* __restrict__ x, long long nx,
+                                                                            long long ny, long long pixels, int nc,
+                                                                            int stride, long long gx, long long gy,
+                                                                            long long gpoints, float2* __restrict__ y) {
+    __shared__ float part[kCombineWarps][3][32];
+    const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+    const long long p = blockIdx.x * 32LL + lane;
+    const bool live = p < pixels;
+    float re = 0.f, im = 0.f, n2 = 0.f;
+    if (live) {
+        const long long px = p % nx, py = (p / nx) % ny, slice = p / (nx * ny);
+        long long i0, i1, j0, j1;
+        float tx, ty;
+        grid_cell(px, nx, gx, stride, i0, i1, tx);
+        grid_cell(py, ny, gy, stride, j0, j1, ty);
+        const long long r0 = (slice * gy + j0) * gx, r1 = (slice * gy + j1) * gx;
+        const float w00 = (1.f - tx) * (1.f - ty), w10 = tx * (1.f - ty), w01 = (1.f - tx) * ty, w11 = tx * ty;
+        for (int c = warp; c < nc; c += kCombineWarps) {
+            const float2* g = grid + c * gpoints;
+            const float2 a = g[r0 + i0], b = g[r0 + i1], d = g[r1 + i0], e = g[r1 + i1];
+            const float2 sv = make_float2(w00 * a.x + w10 * b.x + w01 * d.x + w11 * e.x,
+                                          w00 * a.y + w10 * b.y + w01 * d.y + w11 * e.y);
+            const float2 xv = x[c * pixels + p];
+            re += sv.x * xv.x + sv.y * xv.y;  // conj(s) x
+            im += sv.x * xv.y - sv.y * xv.x;
+            n2 += sv.x * sv.x + sv.y * sv.y;
+        }
+    }
+    part[warp][0][lane] = re;
+    part[warp][1][lane] = im;
+    part[warp][2][lane] = n2;
+    __syncthreads();
+    if (warp != 0 || !live) return;
+    float r = 0.f, i = 0.f, n = 0.f;
+    for (int w = 0; w < kCombineWarps; ++w) {
+        r += part[w][0][lane];
+        i += part[w][1][lane];
+        n += part[w][2][lane];
+    }
+    const float inv = n > 0.f ? 1.f / sqrtf(n) : 0.f;  // all-zero maps combine to 0, as on the CPU
+    y[p] = make_float2(r * inv, i * inv);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 struct ScratchLayout {
@@ -505,7 +697,8 @@ struct ScratchLayout {
     size_t partial = 0, grid = 0, bytes = 0;
 };
 
-ScratchLayout scratch_layout(const WalshDims& d) {
+// The grid vectors get their own scratch unless they are the maps themselves (stride 1, maps wanted).
+ScratchLayout scratch_layout(const WalshDims& d, bool grid_in_scratch) {
     ScratchLayout s;
     const long long pixels = d.nx * d.ny * d.slices;
     s.chunks = energy_chunks(pixels);
@@ -513,19 +706,30 @@ ScratchLayout scratch_layout(const WalshDims& d) {
     s.grid = (s.partial + static_cast<size_t>(s.chunks) * d.coils * sizeof(double) + 255) / 256 * 256;
     const size_t gpoints = detail::walsh_grid_size(static_cast<size_t>(d.nx), d.stride) *
                            detail::walsh_grid_size(static_cast<size_t>(d.ny), d.stride) * static_cast<size_t>(d.slices);
-    s.bytes = s.grid + (d.stride == 1 ? 0 : gpoints * d.coils * sizeof(float2));
+    s.bytes = s.grid + (grid_in_scratch ? gpoints * d.coils * sizeof(float2) : 0);
     return s;
 }
 
+// Grid geometry shared by the grid kernel and its consumers.
+struct GridGeometry {
+    long long gx = 0, gy = 0, gpoints = 0;
+};
+
+// Energies and the grid eigenvectors into `grid` ([coil][gpoints]).
 template <int CP>
-void launch_grid_and_interp(const float2* x, const WalshDims& d, const double* energy, long long energy_chunks,
-                            float2* grid, float2* maps, cudaStream_t stream, const std::string& ctx) {
+GridGeometry launch_grid(const float2* x, const WalshDims& d, double* energy, long long energy_chunks, float2* grid,
+                         cudaStream_t stream, const std::string& ctx) {
     using Cfg = GridCfg<CP>;
+    const long long pixels = d.nx * d.ny * d.slices;
+    coil_energy_kernel<<<dim3(static_cast<unsigned>(energy_chunks), static_cast<unsigned>(d.coils)), kEnergyThreads, 0,
+                         stream>>>(x, pixels, energy);
+    LARMOR_CUDA_LAUNCH_CHECK("coil_energy_kernel", ctx);
+
     GridArgs a{};
     a.x = x;
     a.nx = d.nx;
     a.ny = d.ny;
-    a.pixels = d.nx * d.ny * d.slices;
+    a.pixels = pixels;
     a.nc = d.coils;
     // Windows are clamped to the image: offsets beyond its size change nothing (and stay in 32 bits).
     const int reach = static_cast<int>(std::max(d.nx, d.ny));
@@ -541,51 +745,102 @@ void launch_grid_and_interp(const float2* x, const WalshDims& d, const double* e
     a.band_rows = static_cast<int>(std::min<size_t>(static_cast<size_t>(d.kernel), (Cfg::kUnionBytes - Cfg::kCsumBytes) / row_bytes));
     a.energy = energy;
     a.energy_chunks = energy_chunks;
-    a.out = d.stride == 1 ? maps : grid;
+    a.out = grid;
 
+    if (d.stride >= d.kernel) {
+        // Windows do not overlap: one block per point (walsh_point_kernel).
+        using PCfg = PointCfg<CP>;
+        if (a.gpoints > 0x7fffffffLL)
+            throw std::invalid_argument("walsh: " + ctx + " has " + std::to_string(a.gpoints) +
+                                        " grid points, more than one CUDA launch holds (use a larger stride)");
+        walsh_point_kernel<CP><<<static_cast<unsigned>(a.gpoints), kPointThreads, PCfg::kSharedBytes, stream>>>(a);
+        LARMOR_CUDA_LAUNCH_CHECK("walsh_point_kernel", ctx);
+        return {a.gx, a.gy, a.gpoints};
+    }
     const long long blocks = (a.gx + Cfg::kPoints - 1) / Cfg::kPoints * a.gy * d.slices;
     if (blocks > 0x7fffffffLL)
-        throw std::invalid_argument("walsh_sensitivities: " + ctx + " needs " + std::to_string(blocks) +
+        throw std::invalid_argument("walsh: " + ctx + " needs " + std::to_string(blocks) +
                                     " blocks, more than one CUDA launch holds (use a larger stride)");
+    // Once per process and device would do; the call is cheap next to the kernel.
     LARMOR_CUDA_CHECK(cudaFuncSetAttribute(walsh_grid_kernel<CP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(Cfg::kSharedBytes)),
                       "walsh_grid_kernel shared memory, " + ctx);
     walsh_grid_kernel<CP><<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::kSharedBytes, stream>>>(a);
     LARMOR_CUDA_LAUNCH_CHECK("walsh_grid_kernel", ctx);
+    return {a.gx, a.gy, a.gpoints};
+}
+
+// One launch per pixel for kInterpLanes lanes.
+unsigned interp_blocks(long long pixels) {
+    return static_cast<unsigned>((pixels * kInterpLanes + kInterpThreads - 1) / kInterpThreads);
+}
+
+template <int CP>
+void launch_maps(const float2* x, const WalshDims& d, const ScratchLayout& s, char* base, float2* maps,
+                 cudaStream_t stream, const std::string& ctx) {
+    auto* energy = reinterpret_cast<double*>(base + s.partial);
+    // Stride 1: the grid is every pixel, written straight into the maps.
+    float2* grid = d.stride == 1 ? maps : reinterpret_cast<float2*>(base + s.grid);
+    const GridGeometry g = launch_grid<CP>(x, d, energy, s.chunks, grid, stream, ctx);
     if (d.stride == 1) return;
-    const long long iblocks = (a.pixels * kInterpLanes + kInterpThreads - 1) / kInterpThreads;
-    walsh_interp_kernel<CP><<<static_cast<unsigned>(iblocks), kInterpThreads, 0, stream>>>(
-        grid, d.nx, d.ny, a.pixels, d.coils, d.stride, a.gx, a.gy, a.gpoints, maps);
+    const long long pixels = d.nx * d.ny * d.slices;
+    walsh_interp_kernel<CP><<<interp_blocks(pixels), kInterpThreads, 0, stream>>>(
+        grid, d.nx, d.ny, pixels, d.coils, d.stride, g.gx, g.gy, g.gpoints, maps);
     LARMOR_CUDA_LAUNCH_CHECK("walsh_interp_kernel", ctx);
+}
+
+template <int CP>
+void launch_combined(const float2* x, const WalshDims& d, const ScratchLayout& s, char* base, float2* y,
+                     cudaStream_t stream, const std::string& ctx) {
+    auto* energy = reinterpret_cast<double*>(base + s.partial);
+    auto* grid = reinterpret_cast<float2*>(base + s.grid);
+    const GridGeometry g = launch_grid<CP>(x, d, energy, s.chunks, grid, stream, ctx);
+    const long long pixels = d.nx * d.ny * d.slices;
+    walsh_combine_kernel<<<static_cast<unsigned>((pixels + 31) / 32), kCombineWarps * 32, 0, stream>>>(
+        grid, x, d.nx, d.ny, pixels, d.coils, d.stride, g.gx, g.gy, g.gpoints, y);
+    LARMOR_CUDA_LAUNCH_CHECK("walsh_combine_kernel", ctx);
+}
+
+std::string describe(const WalshDims& d) {
+    return "[" + std::to_string(d.nx) + "x" + std::to_string(d.ny) + "x" + std::to_string(d.slices) + "x" +
+           std::to_string(d.coils) + "] kernel " + std::to_string(d.kernel) + " stride " + std::to_string(d.stride);
+}
+
+void check_dims(const WalshDims& d) {
+    constexpr long long kMaxSide = 1LL << 28;  // image coordinates are 32-bit inside the kernels
+    if (d.nx > kMaxSide || d.ny > kMaxSide)
+        throw std::invalid_argument("walsh: image " + describe(d) + " has a side above " + std::to_string(kMaxSide) +
+                                    " pixels, more than the CUDA kernels index");
 }
 
 }  // namespace
 
-size_t walsh_scratch_bytes(const WalshDims& d) { return scratch_layout(d).bytes; }
+size_t walsh_scratch_bytes(const WalshDims& d) { return scratch_layout(d, d.stride != 1).bytes; }
+size_t walsh_combine_scratch_bytes(const WalshDims& d) { return scratch_layout(d, true).bytes; }
 
 void launch_walsh(const float2* x, const WalshDims& d, void* scratch, float2* maps, cudaStream_t stream) {
-    const long long pixels = d.nx * d.ny * d.slices;
-    if (pixels == 0 || d.coils == 0) return;
-    const std::string ctx = "[" + std::to_string(d.nx) + "x" + std::to_string(d.ny) + "x" + std::to_string(d.slices) +
-                            "x" + std::to_string(d.coils) + "] kernel " + std::to_string(d.kernel) + " stride " +
-                            std::to_string(d.stride);
-    constexpr long long kMaxSide = 1LL << 28;  // image coordinates are 32-bit inside the kernels
-    if (d.nx > kMaxSide || d.ny > kMaxSide)
-        throw std::invalid_argument("walsh_sensitivities: image " + ctx + " has a side above " +
-                                    std::to_string(kMaxSide) + " pixels, more than the CUDA kernels index");
-    const ScratchLayout s = scratch_layout(d);
+    if (d.nx * d.ny * d.slices == 0 || d.coils == 0) return;
+    check_dims(d);
+    // The context string is built per call: a few hundred ns next to a kernel of tens of us.
+    const std::string ctx = describe(d);
+    const ScratchLayout s = scratch_layout(d, d.stride != 1);
     auto* base = static_cast<char*>(scratch);
-    auto* partial = reinterpret_cast<double*>(base + s.partial);
-    auto* grid = reinterpret_cast<float2*>(base + s.grid);
+    if (d.coils <= 8) launch_maps<8>(x, d, s, base, maps, stream, ctx);
+    else if (d.coils <= 16) launch_maps<16>(x, d, s, base, maps, stream, ctx);
+    else if (d.coils <= 32) launch_maps<32>(x, d, s, base, maps, stream, ctx);
+    else launch_maps<64>(x, d, s, base, maps, stream, ctx);
+}
 
-    coil_energy_kernel<<<dim3(static_cast<unsigned>(s.chunks), static_cast<unsigned>(d.coils)), kEnergyThreads, 0,
-                         stream>>>(x, pixels, partial);
-    LARMOR_CUDA_LAUNCH_CHECK("coil_energy_kernel", ctx);
-
-    if (d.coils <= 8) launch_grid_and_interp<8>(x, d, partial, s.chunks, grid, maps, stream, ctx);
-    else if (d.coils <= 16) launch_grid_and_interp<16>(x, d, partial, s.chunks, grid, maps, stream, ctx);
-    else if (d.coils <= 32) launch_grid_and_interp<32>(x, d, partial, s.chunks, grid, maps, stream, ctx);
-    else launch_grid_and_interp<64>(x, d, partial, s.chunks, grid, maps, stream, ctx);
+void launch_walsh_combine(const float2* x, const WalshDims& d, void* scratch, float2* y, cudaStream_t stream) {
+    if (d.nx * d.ny * d.slices == 0 || d.coils == 0) return;
+    check_dims(d);
+    const std::string ctx = describe(d);
+    const ScratchLayout s = scratch_layout(d, true);
+    auto* base = static_cast<char*>(scratch);
+    if (d.coils <= 8) launch_combined<8>(x, d, s, base, y, stream, ctx);
+    else if (d.coils <= 16) launch_combined<16>(x, d, s, base, y, stream, ctx);
+    else if (d.coils <= 32) launch_combined<32>(x, d, s, base, y, stream, ctx);
+    else launch_combined<64>(x, d, s, base, y, stream, ctx);
 }
 
 }  // namespace larmor::cuda

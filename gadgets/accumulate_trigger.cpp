@@ -61,10 +61,11 @@ std::optional<uint16_t> counter(const ISMRMRD::ISMRMRD_EncodingCounters& idx, co
 }
 
 // One k-space buffer being filled. Readouts go to the session backend as they arrive, into a batch
-// of kBatchLines slots; a full batch gets the pending line operations (readout FFT, crop to the
-// centre half of the FOV, FFT back; coil mixing) as a whole and is then placed into the buffer. So
-// on a GPU, when the last readout of a frame arrives only its batch and the reconstruction are left,
-// and the line operations cost one batched FFT pair and one GEMM per 16 readouts, not per readout.
+// of kBatchLines slots; a full batch gets the pending line operations as a whole (readout FFT, crop
+// to the centre half of the FOV, FFT back; then prewhitening, folded into the placement into the
+// buffer by mix_place_lines). So on a GPU, when the last readout of a frame arrives only its batch
+// and the reconstruction are left, and the line operations cost one batched FFT pair and one mixing
+// pass per 16 readouts, not per readout.
 class Buffer {
 public:
     // Small enough that the last batch adds little latency, large enough that launches amortise.
@@ -153,18 +154,16 @@ private:
             be.fft(y, 1u, FFTDirection::Forward);
             x = y;
         }
-        if (ops_.coil_mix) {
-            CArray y = be.empty({x.shape()[0], kBatchLines, data_.shape()[3]});
-            be.mix_last_axis(x, *ops_.coil_mix, y);
-            x = y;
-        }
         std::vector<Backend::LinePlacement> where(batch_lines_.size());
         for (size_t k = 0; k < where.size(); ++k) {
             // Running mean over repeated acquisitions of a line: n-th copy weighs 1/n.
             const float n = float(counts_[batch_lines_[k]]);
             where[k] = {batch_lines_[k], (n - 1.0f) / n, 1.0f / n};
         }
-        be.place_lines(x, where, data_);
+        if (ops_.coil_mix)
+            be.mix_place_lines(x, *ops_.coil_mix, where, data_);  // prewhitening on the way in
+        else
+            be.place_lines(x, where, data_);
         batch_lines_.clear();
         batch_zero_ = false;  // the slots now hold the readouts just placed
     }

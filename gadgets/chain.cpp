@@ -92,7 +92,7 @@ struct ChainRunner::Impl {
             std::optional<Item> item = s.queue.pop();
             if (!item) return;  // aborted
             if (!item->has_value()) break;
-            Message msg = std::move(**item);
+            Message& msg = **item;  // moved into process() below
             guarded(s, [&] {
                 if (auto* acq = std::get_if<Acquisition>(&msg);
                     acq && !acq->pending.empty() && !s.gadget->handles_pending_line_ops())

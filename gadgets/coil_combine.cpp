@@ -48,9 +48,7 @@ public:
         CArray y = backend_->empty(combined);
         const char* step = "RSS";
         if (cfg_.method() == config::COMBINE_WALSH) {
-            CArray maps = backend_->empty(s);
-            backend_->walsh_sensitivities(img->data, kernel_, stride_, maps);
-            backend_->combine_last_axis(img->data, maps, y);
+            backend_->walsh_combine(img->data, kernel_, stride_, y);
             step = "COMBINE_WALSH";
         } else {
             backend_->rss_last_axis(img->data, y);

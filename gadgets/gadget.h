@@ -38,7 +38,8 @@ public:
     virtual void start(const SessionContext& ctx) { (void)ctx; }
 
     // Handle one message. The default passes it on unchanged; gadgets pass on what they do not handle.
-    virtual void process(Message msg, Emitter& out) { out.emit(std::move(msg)); }
+    // (Defined in gadget.cpp: inlined into callers, GCC 12 warns about the variant's move.)
+    virtual void process(Message msg, Emitter& out);
 
     // Called once after the last message (client CLOSE): flush what is buffered.
     virtual void finish(Emitter& out) { (void)out; }

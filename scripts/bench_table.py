@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Prints one Markdown table from Google Benchmark JSON files.
 
+With --ab CURRENT... -- PREVIOUS... it prints the benchmarks of two versions side by side instead
+(median over the files of each side: gpu-check.sh ab alternates the two versions' runs).
+
 Each benchmark may publish counters `bytes` (the fewest bytes its work must move through device
 memory) and `flops`. For GPU benchmarks (name contains 'GPU' or 'Cuda' or 'cuFFT'), the bound is
 max(bytes / copy bandwidth, flops / FP32 rate), with the copy bandwidth measured in the same run by
@@ -73,5 +76,41 @@ def main(paths):
             print(f"\n{name}: host us per gadget: {split}")
 
 
+def medians(paths):
+    """name -> (median time in us, host_us counters) over the median rows of several files."""
+    times, counters = {}, {}
+    for name, b, err, _ in load(paths)[0]:
+        if err or not b:
+            continue
+        times.setdefault(name, []).append(to_us(b))
+        for k, v in b.items():
+            if k.startswith("host_us_"):
+                counters.setdefault(name, {}).setdefault(k, []).append(v)
+    mid = lambda v: sorted(v)[len(v) // 2]
+    return ({n: mid(v) for n, v in times.items()},
+            {n: {k: mid(v) for k, v in c.items()} for n, c in counters.items()})
+
+
+def ab(current_paths, previous_paths):
+    cur, cur_host = medians(current_paths)
+    prev, prev_host = medians(previous_paths)
+    print("| benchmark | previous (us) | current (us) | current / previous |")
+    print("|---|---:|---:|---:|")
+    for name in cur:
+        p = prev.get(name)
+        print(f"| {name} | {p:.1f} | {cur[name]:.1f} | {cur[name] / p:.2f}x |" if p else f"| {name} | - | {cur[name]:.1f} | |")
+    for name in cur_host:
+        gadgets = sorted(cur_host[name])
+        split = ", ".join(
+            f"{k[len('host_us_'):].split('_', 1)[1]} {prev_host.get(name, {}).get(k, float('nan')):.1f} -> "
+            f"{cur_host[name][k]:.1f}" for k in gadgets)
+        print(f"\n{name}: host us per gadget, previous -> current: {split}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    if args and args[0] == "--ab":
+        split = args.index("--") if "--" in args else len(args)
+        ab(args[1:split], args[split + 1:])
+    else:
+        main(args)

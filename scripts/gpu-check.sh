@@ -12,7 +12,7 @@ FINAL=${OUT:-/tmp/larmor-out}
 OUT=/tmp/larmor-work   # everything lands here; $FINAL gets a few files (the device returns at most 8)
 PFX=/tmp/larmor-pfx
 BUILD=/tmp/larmor-build
-MODE=${1:-all}          # all | tests | bench
+MODE=${1:-all}          # all | tests | bench | ab (bench, then the previous version's chain benchmarks)
 BENCH_FILTER=${BENCH_FILTER:-.}
 mkdir -p "$OUT" "$FINAL" "$PFX"
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
@@ -48,7 +48,7 @@ if [ "$MODE" != bench ]; then
 fi
 
 # 4. Benchmarks, JSON per executable, then one table.
-if [ "$MODE" != tests ]; then
+if [ "$MODE" != tests ]; then  # bench, ab, all
   for exe in "$BUILD"/bench/*_bench; do
     name=$(basename "$exe")
     "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
@@ -57,6 +57,25 @@ if [ "$MODE" != tests ]; then
   done
   python3 "$ROOT/scripts/bench_table.py" "$OUT"/*_bench.json | tee "$OUT/table.md"
 fi
+# 5. Side by side with the previous version (.carry/previous, from prepare-gpu-carry.sh <commit>):
+#    its build, then the chain benchmarks of both, alternated, on this machine in this call.
+if [ "$MODE" = ab ] && [ -d "$ROOT/.carry/previous" ]; then
+  PREV=/tmp/larmor-build-previous
+  cmake -S "$ROOT/.carry/previous" -B "$PREV" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$PFX/usr;$L/cmake" -DCMAKE_LIBRARY_PATH="$L" -DLARMOR_BUILD_TESTS=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" > "$OUT/cmake-previous.log" 2>&1 &&
+  ninja -C "$PREV" -j16 bench/cartesian_chain_bench > "$OUT/build-previous.log" 2>&1 || { echo "previous build failed"; tail -20 "$OUT/build-previous.log"; }
+  AB_FILTER=${AB_FILTER:-CartesianFrame.*GPU}
+  for round in 1 2; do
+    for side in current previous; do
+      exe=$BUILD/bench/cartesian_chain_bench; [ $side = previous ] && exe=$PREV/bench/cartesian_chain_bench
+      "$exe" --benchmark_filter="$AB_FILTER" --benchmark_format=json --benchmark_out="$OUT/ab_${side}_$round.json" \
+        --benchmark_out_format=json --benchmark_repetitions=3 --benchmark_report_aggregates_only=true > /dev/null 2>&1 || echo "$side run $round failed"
+    done
+  done
+  echo; echo "Side by side, previous = $(cat "$ROOT/.carry/previous/COMMIT" 2>/dev/null || echo '?'):"
+  python3 "$ROOT/scripts/bench_table.py" --ab "$OUT"/ab_current_*.json -- "$OUT"/ab_previous_*.json | tee "$OUT/ab.md"
+fi
 tar czf "$FINAL/results.tgz" -C "$OUT" .
-cp "$OUT"/table.md "$OUT"/ctest.log "$FINAL"/ 2>/dev/null
+cp "$OUT"/table.md "$OUT"/ctest.log "$OUT"/ab.md "$FINAL"/ 2>/dev/null
 exit $status

@@ -444,7 +444,8 @@ TEST(CoreCudaBackend, DownloadsArePinnedAndReused) {
 // Walsh maps on the GPU against the CPU reference, per pixel (stride 1) and on grids: coil counts
 // from 1 to 64 (padded inside the kernels to 8, 16, 32 or 64), odd sizes, several slices, strides
 // that do not divide X - 1, strides above the kernel and the image, a kernel large enough to stage
-// the windows in several bands of rows, and one wider than what fits in shared memory at once.
+// the windows in several bands of rows, one wider than what fits in shared memory at once, and
+// strides of at least the kernel (the per-point kernel).
 TEST(CoreCudaBackend, WalshMatchesCpu) {
     REQUIRE_CUDA();
     auto gpu = make_cuda_backend();
@@ -459,6 +460,10 @@ TEST(CoreCudaBackend, WalshMatchesCpu) {
         {96, 80, 1, 32, 7, 4},  {70, 66, 1, 64, 7, 4},  {40, 36, 3, 32, 7, 2},  {33, 20, 1, 17, 3, 8},
         {20, 20, 1, 16, 21, 64}, {45, 39, 2, 40, 6, 5},  {48, 40, 1, 8, 41, 4},  {200, 12, 1, 40, 131, 4},
         {256, 256, 1, 32, 7, 4}, {2, 40, 2, 6, 3, 4},    {64, 2, 1, 4, 5, 3},
+        // stride >= kernel (one block per grid point): every coil padding, a window of 81 pixels
+        // staged in two chunks that split a column, and the chain's default (kernel 7, stride 7)
+        {40, 36, 1, 8, 3, 3},    {50, 41, 1, 12, 4, 6},  {96, 80, 1, 32, 7, 7},  {70, 66, 2, 64, 5, 5},
+        {45, 39, 1, 40, 9, 9},   {256, 256, 1, 32, 7, 7},
     };
     for (const Case& k : cases) {
         const auto ph = test::smooth_coil_phantom(k.nx, k.ny, k.nz, k.nc);
@@ -485,12 +490,77 @@ TEST(CoreCudaBackend, WalshMatchesCpuOnNoise) {
     REQUIRE_CUDA();
     auto gpu = make_cuda_backend();
     auto cpu = make_cpu_backend();
-    for (int stride : {1, 4}) {
+    for (int stride : {1, 4, 7}) {
         const CArray x = test::random_array({40, 34, 1, 12}, 77);
         CArray mc = CArray::host(x.shape()), mg = gpu->empty(x.shape());
         cpu->walsh_sensitivities(x, 7, stride, mc);
         gpu->walsh_sensitivities(gpu->to_device(x), 7, stride, mg);
         EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5) << "stride " << stride;
+    }
+}
+
+// walsh_combine interpolates the maps inside the combination on the GPU (never storing them): it
+// must give the CPU's maps-then-combine, per pixel and on grids, for 1..64 coils and several slices,
+// and agree with the GPU's own maps followed by combine_last_axis.
+TEST(CoreCudaBackend, WalshCombineMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend();
+    struct Case {
+        size_t nx, ny, nz, nc;
+        int kernel, stride;
+    };
+    const Case cases[] = {{64, 48, 1, 8, 5, 1},   {40, 36, 3, 32, 7, 1},  {33, 21, 1, 3, 7, 1},
+                          {37, 29, 2, 3, 5, 3},   {96, 80, 1, 32, 7, 4},  {70, 66, 1, 64, 7, 4},
+                          {33, 20, 1, 17, 3, 8},  {45, 39, 2, 40, 6, 5},  {256, 256, 1, 32, 7, 7},
+                          {64, 2, 1, 1, 5, 3}};
+    for (const Case& k : cases) {
+        const auto ph = test::smooth_coil_phantom(k.nx, k.ny, k.nz, k.nc);
+        const Shape image{k.nx, k.ny, k.nz};
+        CArray yc = CArray::host(image), yg = gpu->empty(image);
+        cpu->walsh_combine(ph.data, k.kernel, k.stride, yc);
+        const CArray xg = gpu->to_device(ph.data);
+        gpu->walsh_combine(xg, k.kernel, k.stride, yg);
+        const std::string what = ph.data.shape().str() + " kernel " + std::to_string(k.kernel) + " stride " +
+                                 std::to_string(k.stride);
+        EXPECT_LT(test::relative_error(gpu->to_host(yg), yc), 1e-5) << what;
+        CArray maps = gpu->empty(ph.data.shape()), y2 = gpu->empty(image);
+        gpu->walsh_sensitivities(xg, k.kernel, k.stride, maps);
+        gpu->combine_last_axis(xg, maps, y2);
+        EXPECT_LT(test::relative_error(gpu->to_host(yg), gpu->to_host(y2)), 1e-6) << what;
+    }
+    CArray x = gpu->empty({8, 8, 1, 2}), wrong = gpu->empty({8, 8, 2});
+    try {
+        gpu->walsh_combine(x, 5, 4, wrong);
+        ADD_FAILURE() << "an output of the wrong shape was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("[8x8x2]"), std::string::npos) << e.what();
+    }
+}
+
+// Arrays released by a session go to its block cache and come back to its next allocation of the
+// same size at once, while work queued on them may not have run: stream order must keep that work
+// first. An FFT reads `a`, `a` is released, its block is taken again and overwritten right away.
+TEST(CoreCudaBackend, ReleasedBlocksAreReusedInStreamOrder) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend(2);
+    const Shape s{256, 128, 8};
+    const CArray x = test::random_array(s, 31);
+    CArray host_copy = CArray::host(s);
+    std::copy(x.data(), x.data() + x.size(), host_copy.data());
+    cpu->fft(host_copy, 3u, FFTDirection::Forward);
+    for (int round = 0; round < 3; ++round) {
+        CArray a = gpu->to_device(x);
+        CArray b = a;
+        gpu->fft(b, 3u, FFTDirection::Forward);  // queued: reads a's block
+        const cfloat* block = a.data();
+        a = CArray();  // a's block goes back to the cache with the FFT possibly still queued
+        CArray c = gpu->empty(s);
+        EXPECT_EQ(c.data(), block) << "the released block was not reused";
+        const std::vector<cfloat> junk(s[0], cfloat(1e3f, -1e3f));
+        for (size_t row = 0; row < s.size() / s[0]; ++row) gpu->upload_rows(junk.data(), s[0], s[0], 1, c, row * s[0], s[0]);
+        EXPECT_LT(test::relative_error(gpu->to_host(b), host_copy), 1e-5) << "round " << round;
     }
 }
 

@@ -1,12 +1,15 @@
-// The backend primitives behind streaming reconstruction: place_lines (processed readouts into the
-// k-space buffer, with running means of repeated lines) and download_part (real parts of an image,
+// The backend primitives behind streaming reconstruction: place_lines and mix_place_lines (processed
+// readouts into the k-space buffer, with running means of repeated lines and the prewhitening on
+// the way), upload_rows' staging on CUDA, and download_part (real parts of an image,
 // taken on the device). CPU against a double-precision reference written here; CUDA against the CPU
 // twin (skipped without a CUDA device).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -95,6 +98,113 @@ TEST(PlaceLines, CudaMatchesCpu) {
     gpu->place_lines(gpu->to_device(src), where, d_gpu);
     cpu->place_lines(src, where, d_cpu);
     EXPECT_EQ(test::relative_error(gpu->to_host(d_gpu), d_cpu), 0.0);
+}
+
+// mix_place_lines: the same rounds with a D -> C mixing matrix (C = kC outputs from kD inputs).
+const size_t kD = 4;
+std::vector<cfloat> mixing_matrix() {
+    const CArray m = test::random_array({kC * kD}, 17);
+    return std::vector<cfloat>(m.data(), m.data() + m.size());
+}
+
+std::vector<cdouble> reference_mix_places() {
+    const std::vector<cfloat> m = mixing_matrix();
+    std::vector<cdouble> dst(kL * kE * kC, cdouble(7.0, -7.0));
+    for (const Round& r : rounds()) {
+        const std::vector<cdouble> src = test::to_double(test::random_array({kL, kK, kD}, r.seed));
+        for (size_t k = 0; k < r.where.size(); ++k)
+            for (size_t c = 0; c < kC; ++c)
+                for (size_t l = 0; l < kL; ++l) {
+                    cdouble in = 0;
+                    for (size_t d = 0; d < kD; ++d) in += cdouble(m[c * kD + d]) * src[(d * kK + k) * kL + l];
+                    cdouble& o = dst[(c * kE + r.where[k].line) * kL + l];
+                    o = r.where[k].keep == 0.f ? double(r.where[k].scale) * in
+                                               : double(r.where[k].keep) * o + double(r.where[k].scale) * in;
+                }
+    }
+    return dst;
+}
+
+CArray run_mix_places(Backend& be) {
+    CArray init = CArray::host({kL, kE, kC});
+    for (size_t i = 0; i < init.size(); ++i) init.data()[i] = cfloat(7.f, -7.f);
+    CArray dst = be.to_device(init);
+    for (const Round& r : rounds()) {
+        CArray src = be.to_device(test::random_array({kL, kK, kD}, r.seed));
+        be.mix_place_lines(src, mixing_matrix(), r.where, dst);
+    }
+    return be.to_host(dst);
+}
+
+TEST(MixPlaceLines, CpuMatchesReference) {
+    auto cpu = make_cpu_backend(2);
+    EXPECT_LT(test::relative_error(run_mix_places(*cpu), reference_mix_places()), 1e-6);
+}
+
+TEST(MixPlaceLines, RejectsAMatrixOfTheWrongSizeNamingIt) {
+    auto cpu = make_cpu_backend(1);
+    CArray src = CArray::host({8, 2, 3}), dst = CArray::host({8, 4, 2});
+    try {
+        cpu->mix_place_lines(src, std::vector<cfloat>(5), {{0, 0.f, 1.f}}, dst);
+        FAIL() << "no error";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("5 entries, expected C*D = 2*3"), std::string::npos) << e.what();
+    }
+}
+
+TEST(MixPlaceLines, CudaMatchesCpu) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    auto cpu = make_cpu_backend(2);
+    EXPECT_LT(test::relative_error(run_mix_places(*gpu), test::to_double(run_mix_places(*cpu))), 1e-6);
+    // The chain's shape (32 -> 32 channels, 256 samples: whole tiles), and 70 -> 13 channels on
+    // lines of 203 samples (input channels in two staged chunks, a partial pass of output channels,
+    // a partial tile), both with more placements than one launch carries.
+    const std::pair<size_t, size_t> channels[] = {{32, 32}, {70, 13}};
+    for (const auto& [d, c_out] : channels) {
+        const size_t l = d == 32 ? 256 : 203, k = 80, e = 120;
+        CArray src = test::random_array({l, k, d}, 21);
+        const CArray mh = test::random_array({c_out * d}, 22);
+        const std::vector<cfloat> m(mh.data(), mh.data() + mh.size());
+        std::vector<Backend::LinePlacement> where;
+        for (size_t q = 0; q < k; ++q) where.push_back({(q * 7) % e, q % 2 ? 0.5f : 0.f, q % 2 ? 0.5f : 1.f});
+        const CArray start = test::random_array({l, e, c_out}, 23);
+        CArray d_gpu = gpu->to_device(start), d_cpu = cpu->to_device(start);
+        gpu->mix_place_lines(gpu->to_device(src), m, where, d_gpu);
+        cpu->mix_place_lines(src, m, where, d_cpu);
+        EXPECT_LT(test::relative_error(gpu->to_host(d_gpu), test::to_double(d_cpu)), 1e-6) << c_out << " channels out";
+    }
+}
+
+// upload_rows on CUDA goes through a ring of page-locked slots: more uploads than slots (each slot
+// reused while the source buffer is overwritten right after every call), rows with a source pitch,
+// and one copy larger than a slot (the direct path).
+TEST(UploadRows, CudaStagingKeepsEveryUpload) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    const size_t row = 300, rows = 5, uploads = 40, pitch = 310;
+    CArray dst = gpu->zeros({row, uploads, rows});
+    std::vector<cfloat> src(pitch * rows);
+    for (size_t u = 0; u < uploads; ++u) {
+        for (size_t i = 0; i < src.size(); ++i) src[i] = cfloat(float(u), float(i));
+        gpu->upload_rows(src.data(), pitch, row, rows, dst, u * row, row * uploads);
+        std::fill(src.begin(), src.end(), cfloat(-1.f, -1.f));  // the call returned: src is ours again
+    }
+    const CArray host = gpu->to_host(dst);
+    size_t wrong = 0;
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t u = 0; u < uploads; ++u)
+            for (size_t i = 0; i < row; ++i)
+                wrong += host.data()[(r * uploads + u) * row + i] != cfloat(float(u), float(r * pitch + i));
+    EXPECT_EQ(wrong, 0u);
+
+    const size_t big = (size_t{1} << 20) / sizeof(cfloat) + 3;  // over one 1 MiB slot
+    std::vector<cfloat> large(big);
+    for (size_t i = 0; i < big; ++i) large[i] = cfloat(float(i % 1000), 1.f);
+    CArray dbig = gpu->zeros({big});
+    gpu->upload_rows(large.data(), big, big, 1, dbig, 0, big);
+    const CArray hbig = gpu->to_host(dbig);
+    EXPECT_TRUE(std::equal(large.begin(), large.end(), hbig.data()));
 }
 
 // Values that stress each part: huge magnitudes (|z|^2 overflows float), signs in all quadrants, zeros.

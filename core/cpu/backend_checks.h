@@ -97,13 +97,17 @@ inline void check_combine(const CArray& x, const CArray& maps, const CArray& y) 
     check_reduced(x, y, "combine_last_axis");
 }
 
-inline void check_walsh(const CArray& x, int kernel, int stride, const CArray& maps) {
+inline void check_walsh_parameters(const CArray& x, int kernel, int stride, const char* op) {
     if (x.shape().rank() < 3)
-        throw std::invalid_argument("walsh_sensitivities: x " + x.shape().str() + " should be [X, Y, Z..., C]");
-    if (kernel < 1) throw std::invalid_argument("walsh_sensitivities: kernel " + std::to_string(kernel) + " < 1");
+        throw std::invalid_argument(std::string(op) + ": x " + x.shape().str() + " should be [X, Y, Z..., C]");
+    if (kernel < 1) throw std::invalid_argument(std::string(op) + ": kernel " + std::to_string(kernel) + " < 1");
     if (stride < 1)
-        throw std::invalid_argument("walsh_sensitivities: stride " + std::to_string(stride) +
+        throw std::invalid_argument(std::string(op) + ": stride " + std::to_string(stride) +
                                     " < 1 (grid spacing of the coil-map estimate, 1 = every pixel)");
+}
+
+inline void check_walsh(const CArray& x, int kernel, int stride, const CArray& maps) {
+    check_walsh_parameters(x, kernel, stride, "walsh_sensitivities");
     if (maps.shape() != x.shape())
         throw std::invalid_argument("walsh_sensitivities: maps " + maps.shape().str() + " differ from x " +
                                     x.shape().str());
@@ -111,7 +115,12 @@ inline void check_walsh(const CArray& x, int kernel, int stride, const CArray& m
         throw std::invalid_argument("walsh_sensitivities: maps alias x " + x.shape().str());
 }
 
-// Walsh window along x and y: offsets [-kernel/2, kernel - 1 - kernel/2], clamped to the image.
+inline void check_walsh_combine(const CArray& x, int kernel, int stride, const CArray& y) {
+    check_walsh_parameters(x, kernel, stride, "walsh_combine");
+    check_reduced(x, y, "walsh_combine");
+    if (same_storage(x, y)) throw std::invalid_argument("walsh_combine: y aliases x " + x.shape().str());
+}
+
 // upload_rows: the last row must end inside dst (sizes named when it does not).
 inline void check_rows(const CArray& dst, size_t row_len, size_t rows, size_t offset, size_t pitch, const char* op) {
     if (rows == 0 || row_len == 0) return;
@@ -130,6 +139,26 @@ inline void check_rows(const CArray& dst, size_t row_len, size_t rows, size_t of
 struct PlaceDims {
     size_t l, k, e, c;
 };
+// Placements into the e lines of dst, from the k lines of src: in range and distinct.
+inline void check_placements(const std::vector<Backend::LinePlacement>& where, size_t k, size_t e, const char* op,
+                             const Shape& ss, const Shape& ds) {
+    if (where.size() > k)
+        throw std::invalid_argument(std::string(op) + ": " + std::to_string(where.size()) + " placements for the " +
+                                    std::to_string(k) + " lines of src " + ss.str());
+    std::vector<bool> seen(e, false);
+    for (size_t q = 0; q < where.size(); ++q) {
+        const size_t line = where[q].line;
+        if (line >= e)
+            throw std::invalid_argument(std::string(op) + ": placement " + std::to_string(q) + " targets line " +
+                                        std::to_string(line) + " of dst " + ds.str() + ", which has " +
+                                        std::to_string(e) + " lines");
+        if (seen[line])
+            throw std::invalid_argument(std::string(op) + ": line " + std::to_string(line) +
+                                        " is targeted twice in one call");
+        seen[line] = true;
+    }
+}
+
 inline PlaceDims check_place_lines(const CArray& src, const std::vector<Backend::LinePlacement>& where,
                                    const CArray& dst) {
     const Shape& ss = src.shape();
@@ -143,24 +172,38 @@ inline PlaceDims check_place_lines(const CArray& src, const std::vector<Backend:
     PlaceDims d{ss[0], 0, 0, ss[ss.rank() - 1]};
     d.k = d.l != 0 && d.c != 0 ? ss.size() / (d.l * d.c) : 0;
     d.e = d.l != 0 && d.c != 0 ? ds.size() / (d.l * d.c) : 0;
-    if (where.size() > d.k)
-        throw std::invalid_argument("place_lines: " + std::to_string(where.size()) + " placements for the " +
-                                    std::to_string(d.k) + " lines of src " + ss.str());
-    std::vector<bool> seen(d.e, false);
-    for (size_t k = 0; k < where.size(); ++k) {
-        const size_t e = where[k].line;
-        if (e >= d.e)
-            throw std::invalid_argument("place_lines: placement " + std::to_string(k) + " targets line " +
-                                        std::to_string(e) + " of dst " + ds.str() + ", which has " +
-                                        std::to_string(d.e) + " lines");
-        if (seen[e])
-            throw std::invalid_argument("place_lines: line " + std::to_string(e) + " is targeted twice in one call");
-        seen[e] = true;
-    }
+    check_placements(where, d.k, d.e, "place_lines", ss, ds);
     if (same_storage(src, dst)) throw std::invalid_argument("place_lines: dst " + ds.str() + " aliases src");
     return d;
 }
 
+// mix_place_lines: src [L, K, D], dst [L, E, C], m of C * D entries.
+struct MixPlaceDims {
+    size_t l, k, e, d, c;
+};
+inline MixPlaceDims check_mix_place_lines(const CArray& src, size_t m_size,
+                                          const std::vector<Backend::LinePlacement>& where, const CArray& dst) {
+    const Shape& ss = src.shape();
+    const Shape& ds = dst.shape();
+    if (ss.rank() < 2 || ds.rank() < 2)
+        throw std::invalid_argument("mix_place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " need at least two axes [L, ..., channels]");
+    if (ss[0] != ds[0])
+        throw std::invalid_argument("mix_place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " differ in the line length (first axis)");
+    MixPlaceDims d{ss[0], 0, 0, ss[ss.rank() - 1], ds[ds.rank() - 1]};
+    if (m_size != d.c * d.d)
+        throw std::invalid_argument("mix_place_lines: matrix has " + std::to_string(m_size) +
+                                    " entries, expected C*D = " + std::to_string(d.c) + "*" + std::to_string(d.d) +
+                                    " for src " + ss.str() + " and dst " + ds.str());
+    d.k = d.l != 0 && d.d != 0 ? ss.size() / (d.l * d.d) : 0;
+    d.e = d.l != 0 && d.c != 0 ? ds.size() / (d.l * d.c) : 0;
+    check_placements(where, d.k, d.e, "mix_place_lines", ss, ds);
+    if (same_storage(src, dst)) throw std::invalid_argument("mix_place_lines: dst " + ds.str() + " aliases src");
+    return d;
+}
+
+// Walsh window along x and y: offsets [-kernel/2, kernel - 1 - kernel/2], clamped to the image.
 inline int walsh_lo(int kernel) { return kernel / 2; }
 inline int walsh_hi(int kernel) { return kernel - 1 - kernel / 2; }
 // Walsh grid along an axis of n pixels at spacing `stride`: points g_i = min(i * stride, n - 1),

@@ -56,6 +56,15 @@ public:
         cpu::place_lines(src, where, dst, d.l, d.k, d.e, d.c, threads_);
     }
 
+    void mix_place_lines(const CArray& src, const std::vector<cfloat>& m, const std::vector<LinePlacement>& where,
+                         CArray& dst) override {
+        check(src, "mix_place_lines", "src");
+        check(dst, "mix_place_lines", "dst");
+        const detail::MixPlaceDims d = detail::check_mix_place_lines(src, m.size(), where, dst);
+        if (where.empty() || d.l == 0 || d.c == 0) return;
+        cpu::mix_place_lines(src, m, where, dst, d.l, d.k, d.e, d.d, d.c, threads_);
+    }
+
     void fft(CArray& x, AxisMask axes, FFTDirection dir) override {
         check(x, "fft", "x");
         const AxisMask live = detail::check_fft_axes(x.shape(), axes);
@@ -105,6 +114,16 @@ public:
         check(maps, "combine_last_axis", "maps");
         check(y, "combine_last_axis", "y");
         detail::check_combine(x, maps, y);
+        cpu::combine_last_axis(x, maps, y, threads_);
+    }
+
+    // The reference: the maps, then the combination.
+    void walsh_combine(const CArray& x, int kernel, int stride, CArray& y) override {
+        check(x, "walsh_combine", "x");
+        check(y, "walsh_combine", "y");
+        detail::check_walsh_combine(x, kernel, stride, y);
+        CArray maps = CArray::host(x.shape());
+        cpu::walsh_sensitivities(x, kernel, stride, maps, threads_);
         cpu::combine_last_axis(x, maps, y, threads_);
     }
 

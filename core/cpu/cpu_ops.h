@@ -19,6 +19,9 @@ void complex_part(const cfloat* x, size_t n, ComplexPart part, float* out, int t
 // src [l, k, c], dst [l, e, c] (detail::check_place_lines gave the sizes).
 void place_lines(const CArray& src, const std::vector<Backend::LinePlacement>& where, CArray& dst, size_t l, size_t k,
                  size_t e, size_t c, int threads);
+// src [l, k, d], dst [l, e, c], m row-major c x d (detail::check_mix_place_lines gave the sizes).
+void mix_place_lines(const CArray& src, const std::vector<cfloat>& m, const std::vector<Backend::LinePlacement>& where,
+                     CArray& dst, size_t l, size_t k, size_t e, size_t d, size_t c, int threads);
 void rss_last_axis(const CArray& x, CArray& y, int threads);
 void combine_last_axis(const CArray& x, const CArray& maps, CArray& y, int threads);
 void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps, int threads);

@@ -1,0 +1,7 @@
+#include "gadgets/gadget.h"
+
+namespace larmor {
+
+void Gadget::process(Message msg, Emitter& out) { out.emit(std::move(msg)); }
+
+}  // namespace larmor
