@@ -581,6 +581,34 @@ __device__ __forceinline__ void grid_cell(long long p, long long n, long long g,
     t = p1 > p0 ? static_cast<float>(p - p0) / static_cast<float>(p1 - p0) : 0.f;
 }
 
+// The four grid points around pixel q (x fastest, then y, then slice) and their bilinear weights.
+struct Bilinear {
+    long long a, b, d, e;  // grid offsets of (i0, j0), (i1, j0), (i0, j1), (i1, j1)
+    float wa, wb, wd, we;
+
+    __device__ Bilinear(long long q, long long nx, long long ny, long long gx, long long gy, int stride) {
+        const long long x = q % nx, y = (q / nx) % ny, slice = q / (nx * ny);
+        long long i0, i1, j0, j1;
+        float tx, ty;
+        grid_cell(x, nx, gx, stride, i0, i1, tx);
+        grid_cell(y, ny, gy, stride, j0, j1, ty);
+        const long long r0 = (slice * gy + j0) * gx, r1 = (slice * gy + j1) * gx;
+        a = r0 + i0;
+        b = r0 + i1;
+        d = r1 + i0;
+        e = r1 + i1;
+        wa = (1.f - tx) * (1.f - ty);
+        wb = tx * (1.f - ty);
+        wd = (1.f - tx) * ty;
+        we = tx * ty;
+    }
+    // The interpolated vector entry of one coil's grid (g = grid + coil * gpoints).
+    __device__ float2 operator()(const float2* g) const {
+        const float2 va = g[a], vb = g[b], vd = g[d], ve = g[e];
+        return make_float2(wa * va.x + wb * vb.x + wd * vd.x + we * ve.x, wa * va.y + wb * vb.y + wd * vd.y + we * ve.y);
+    }
+};
+
 // kInterpLanes lanes per pixel, each interpolating every kInterpLanes-th coil: with one thread per
 // pixel holding all CP coils (94 registers) the kernel filled a quarter of the SMs' warp slots and
 // waited on its loads (23 us for 256^2 x 32 coils, ncu); split over lanes it has 8x the threads and
@@ -598,14 +626,7 @@ __global__ void __launch_bounds__(kInterpThreads) walsh_interp_kernel(const floa
     // Lane groups are aligned to kInterpLanes within the warp, so the whole group agrees on `live`.
     const long long p = t / kInterpLanes;
     const bool live = p < pixels;
-    const long long q = live ? p : 0;
-    const long long x = q % nx, y = (q / nx) % ny, slice = q / (nx * ny);
-    long long i0, i1, j0, j1;
-    float tx, ty;
-    grid_cell(x, nx, gx, stride, i0, i1, tx);
-    grid_cell(y, ny, gy, stride, j0, j1, ty);
-    const long long r0 = (slice * gy + j0) * gx, r1 = (slice * gy + j1) * gx;
-    const float w00 = (1.f - tx) * (1.f - ty), w10 = tx * (1.f - ty), w01 = (1.f - tx) * ty, w11 = tx * ty;
+    const Bilinear at(live ? p : 0, nx, ny, gx, gy, stride);
     // Every grid vector has its reference-coil component real and >= 0 and the weights are >= 0, so
     // the interpolated vector has too: it is the weighted sum of theirs, so the four never cancel
     // through a phase flip, and it vanishes only where all weighted grid vectors do.
@@ -614,12 +635,7 @@ __global__ void __launch_bounds__(kInterpThreads) walsh_interp_kernel(const floa
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
         const int c = lane + k * kInterpLanes;
-        s[k] = make_float2(0.f, 0.f);
-        if (live && c < nc) {
-            const float2* g = grid + c * gpoints;
-            const float2 a = g[r0 + i0], b = g[r0 + i1], d = g[r1 + i0], e = g[r1 + i1];
-            s[k] = make_float2(w00 * a.x + w10 * b.x + w01 * d.x + w11 * e.x, w00 * a.y + w10 * b.y + w01 * d.y + w11 * e.y);
-        }
+        s[k] = live && c < nc ? at(grid + c * gpoints) : make_float2(0.f, 0.f);
     }
     // Same summation order as the CPU twin is not needed here: the norm only scales, and its rounding
     // is far below the 1e-5 agreement.
@@ -657,18 +673,9 @@ __global__ void __launch_bounds__(kCombineWarps * 32) walsh_combine_kernel(const
     const bool live = p < pixels;
     float re = 0.f, im = 0.f, n2 = 0.f;
     if (live) {
-        const long long px = p % nx, py = (p / nx) % ny, slice = p / (nx * ny);
-        long long i0, i1, j0, j1;
-        float tx, ty;
-        grid_cell(px, nx, gx, stride, i0, i1, tx);
-        grid_cell(py, ny, gy, stride, j0, j1, ty);
-        const long long r0 = (slice * gy + j0) * gx, r1 = (slice * gy + j1) * gx;
-        const float w00 = (1.f - tx) * (1.f - ty), w10 = tx * (1.f - ty), w01 = (1.f - tx) * ty, w11 = tx * ty;
+        const Bilinear at(p, nx, ny, gx, gy, stride);
         for (int c = warp; c < nc; c += kCombineWarps) {
-            const float2* g = grid + c * gpoints;
-            const float2 a = g[r0 + i0], b = g[r0 + i1], d = g[r1 + i0], e = g[r1 + i1];
-            const float2 sv = make_float2(w00 * a.x + w10 * b.x + w01 * d.x + w11 * e.x,
-                                          w00 * a.y + w10 * b.y + w01 * d.y + w11 * e.y);
+            const float2 sv = at(grid + c * gpoints);
             const float2 xv = x[c * pixels + p];
             re += sv.x * xv.x + sv.y * xv.y;  // conj(s) x
             im += sv.x * xv.y - sv.y * xv.x;
