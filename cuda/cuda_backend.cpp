@@ -128,10 +128,11 @@ public:
         // address space under unified addressing): no device buffer and no separate copy to queue,
         // and the writes stream over the bus as they are produced. The caller's memory is pageable
         // (often fresh), so the floats are copied there once they have arrived.
-        auto pinned = downloads_->take(bytes, "download_part of " + x.shape().str());
+        const std::string what = "download_part of " + x.shape().str();
+        auto pinned = downloads_->take(bytes, what);
         cuda::launch_complex_part(dev(x), static_cast<long long>(x.size()), part, static_cast<float*>(pinned->data()),
                                   ctx_->stream());
-        LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), "download_part of " + x.shape().str());
+        LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), what);
         std::memcpy(out, pinned->data(), bytes);
     }
 

@@ -104,6 +104,8 @@ private:
     void* ptr_ = nullptr;
 };
 
+}  // namespace
+
 void* alloc_pinned(int device, size_t bytes, const std::string& what) {
     DeviceGuard guard(device);
     void* p = nullptr;
@@ -118,8 +120,6 @@ void* alloc_pinned(int device, size_t bytes, const std::string& what) {
 void free_pinned(void* p) noexcept {
     if (p && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
 }
-
-}  // namespace
 
 // A block of a PinnedCache, handed back to it when the last handle goes.
 class CachedPinnedStorage final : public Storage {
@@ -141,22 +141,13 @@ private:
 };
 
 PinnedCache::~PinnedCache() {
-    for (auto& [bytes, blocks] : free_)
-        for (void* p : blocks) free_pinned(p);
+    for (const auto& [p, bytes] : free_.drain()) free_pinned(p);
 }
 
 std::shared_ptr<Storage> PinnedCache::take(size_t bytes, const std::string& what) {
     void* p = nullptr;
     if (bytes) {
-        {
-            std::lock_guard<std::mutex> lock(m_);
-            auto it = free_.find(bytes);
-            if (it != free_.end() && !it->second.empty()) {
-                p = it->second.back();
-                it->second.pop_back();
-                total_ -= bytes;
-            }
-        }
+        p = free_.take(bytes);
         if (!p) p = alloc_pinned(device_, bytes, what);
     }
     try {
@@ -167,26 +158,10 @@ std::shared_ptr<Storage> PinnedCache::take(size_t bytes, const std::string& what
     }
 }
 
-size_t PinnedCache::cached_bytes() const {
-    std::lock_guard<std::mutex> lock(m_);
-    return total_;
-}
+size_t PinnedCache::cached_bytes() const { return free_.bytes(); }
 
 void PinnedCache::give_back(void* p, size_t bytes) noexcept {
-    if (!p) return;
-    try {
-        std::lock_guard<std::mutex> lock(m_);
-        if (bytes <= kMaxBytes && total_ + bytes <= kMaxBytes) {
-            std::vector<void*>& blocks = free_[bytes];
-            if (blocks.size() < kPerSize) {
-                blocks.push_back(p);
-                total_ += bytes;
-                return;
-            }
-        }
-    } catch (...) {  // bookkeeping allocation failed: free the block instead
-    }
-    free_pinned(p);
+    if (p && !free_.keep(p, bytes)) free_pinned(p);
 }
 
 DeviceContext::DeviceContext(int device) : device_(device) {
@@ -212,29 +187,10 @@ DeviceContext::DeviceContext(int device) : device_(device) {
     }
 }
 
-void* DeviceContext::take_block(size_t bytes) {
-    std::lock_guard<std::mutex> lock(blocks_mutex_);
-    auto it = blocks_.find(bytes);
-    if (it == blocks_.end() || it->second.empty()) return nullptr;
-    void* p = it->second.back();
-    it->second.pop_back();
-    cached_bytes_ -= bytes;
-    return p;
-}
+void* DeviceContext::take_block(size_t bytes) { return blocks_.take(bytes); }
 
 void DeviceContext::give_block(void* p, size_t bytes) noexcept {
-    try {
-        std::lock_guard<std::mutex> lock(blocks_mutex_);
-        if (cached_bytes_ + bytes <= kCachedBytes) {
-            std::vector<void*>& list = blocks_[bytes];
-            if (list.size() < kCachedPerSize) {
-                list.push_back(p);
-                cached_bytes_ += bytes;
-                return;
-            }
-        }
-    } catch (...) {  // bookkeeping allocation failed: free the block instead
-    }
+    if (blocks_.keep(p, bytes)) return;
     DeviceGuard guard(device_);
     // Errors (e.g. at process exit, when the runtime is already unloading) are ignored: this runs in
     // destructors, which must not throw.
@@ -242,16 +198,15 @@ void DeviceContext::give_block(void* p, size_t bytes) noexcept {
 }
 
 void DeviceContext::release_cached_blocks() noexcept {
-    std::unordered_map<size_t, std::vector<void*>> blocks;
-    {
-        std::lock_guard<std::mutex> lock(blocks_mutex_);
-        blocks.swap(blocks_);
-        cached_bytes_ = 0;
+    std::vector<std::pair<void*, size_t>> blocks;
+    try {
+        blocks = blocks_.drain();
+    } catch (...) {  // no memory for the list: nothing can be freed now
+        return;
     }
     DeviceGuard guard(device_);
-    for (auto& [bytes, list] : blocks)
-        for (void* p : list)
-            if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
+    for (const auto& [p, bytes] : blocks)
+        if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
     // The pool can hand the memory to an allocation on another stream only once the frees ran.
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
 }

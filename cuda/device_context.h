@@ -9,10 +9,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/carray.h"
+#include "cuda/block_list.h"
 
 namespace larmor::cuda {
 
@@ -66,9 +66,7 @@ private:
     cudaStream_t upload_ = nullptr;
     cublasHandle_t blas_ = nullptr;
     std::mutex library_mutex_;
-    std::mutex blocks_mutex_;
-    std::unordered_map<size_t, std::vector<void*>> blocks_;
-    size_t cached_bytes_ = 0;
+    BlockList blocks_{kCachedPerSize, kCachedBytes};
 };
 
 // Device memory from the device's stream-ordered pool, allocated on `stream` (default: the
@@ -102,10 +100,13 @@ private:
     void give_back(void* p, size_t bytes) noexcept;
 
     int device_;
-    mutable std::mutex m_;
-    std::unordered_map<size_t, std::vector<void*>> free_;
-    size_t total_ = 0;
+    BlockList free_{kPerSize, kMaxBytes};
 };
+
+// Page-locked host memory (cudaHostAlloc, portable, not zeroed), and its release; out of memory is
+// an error naming `what`.
+void* alloc_pinned(int device, size_t bytes, const std::string& what);
+void free_pinned(void* p) noexcept;
 
 // Device of a CUDA array's storage, or -1 when it is not one of ours.
 int storage_device(const Storage& s);

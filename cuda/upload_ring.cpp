@@ -15,16 +15,11 @@ UploadRing::~UploadRing() {
         if (in_flight_[s] && cudaEventSynchronize(done_[s]) != cudaSuccess) cudaGetLastError();
         if (done_[s] && cudaEventDestroy(done_[s]) != cudaSuccess) cudaGetLastError();
     }
-    if (cudaFreeHost(host_) != cudaSuccess) cudaGetLastError();
+    free_pinned(host_);
 }
 
 void UploadRing::allocate(const std::function<std::string()>& what) {
-    void* p = nullptr;
-    const cudaError_t e = cudaHostAlloc(&p, kSlots * kSlotBytes, cudaHostAllocPortable);
-    if (e == cudaErrorMemoryAllocation)
-        throw std::runtime_error("cudaHostAlloc: out of page-locked host memory allocating " +
-                                 std::to_string(kSlots * kSlotBytes) + " bytes of upload staging for " + what());
-    if (e != cudaSuccess) throw_cuda("cudaHostAlloc", e, "upload staging for " + what());
+    void* p = alloc_pinned(device_, kSlots * kSlotBytes, "upload staging for " + what());
     host_ = static_cast<char*>(p);
     for (size_t s = 0; s < kSlots; ++s)
         LARMOR_CUDA_CHECK(cudaEventCreateWithFlags(&done_[s], cudaEventDisableTiming), "upload staging event, " + what());
