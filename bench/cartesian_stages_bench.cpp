@@ -3,6 +3,7 @@
 // Each iteration queues the operation and synchronises, so the time includes launch and host costs.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -78,10 +79,16 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     }
     for (int i = 0; i < 3; ++i) run();
     be->synchronize();
+    // Host time to queue the operation, apart from the wait: on the GPU it is what the frame latency
+    // pays for the operation while the device idles, when nothing queued before it is still running.
+    double enqueue_us = 0;
     for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
         run();
+        enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         be->synchronize();
     }
+    state.counters["host_enqueue_us"] = enqueue_us / double(state.iterations());
 }
 
 #define LARMOR_STAGE(name)                                                                                  \

@@ -21,10 +21,9 @@
 // energy reduction and a bandwidth-bound interpolation.
 //
 // At a spacing of at least the window side (the chain's default: kernel 7, stride 7, 38 x 38 points
-// for 256^2) the windows do not overlap and a block per point (walsh_point_kernel) replaces the
-// strips: 60 us instead of 70 us on the H200 (ncu), still latency-bound (95 registers, 5 blocks per
-// SM, one warp busy with the power iteration while three wait). walsh_combine then interpolates the
-// maps inside the combination (walsh_combine_kernel) instead of writing them.
+// for 256^2) the windows do not overlap and walsh_point.cu's kernel, each point with its own window,
+// replaces the strips. walsh_combine then interpolates the maps inside the combination
+// (walsh_combine_kernel) instead of writing them.
 //
 // The FP32 CUDA cores do the arithmetic: TF32 tensor cores would lose the 1e-5 agreement with the CPU
 // reference, and R's Hermitian symmetry halves the formation, which a tensor-core GEMM would not.
@@ -35,9 +34,12 @@
 #include "core/cpu/backend_checks.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/walsh_device.cuh"
 
 namespace larmor::cuda {
 namespace {
+
+using namespace walsh;
 
 // ---------------------------------------------------------------------------------------------
 // Strongest coil. The phase reference must be the same coil on both backends, so the energies are
@@ -81,33 +83,6 @@ __global__ void __launch_bounds__(kEnergyThreads) coil_energy_kernel(const float
     }
 }
 
-// The strongest coil from the partial energies, by one warp: coil c's chunks added in order, then the
-// first maximum (largest energy, smallest index on ties, as the CPU). Every block that needs it
-// computes it (a few KB from L2) instead of a one-block kernel in between: one launch less.
-__device__ int strongest_coil(const double* __restrict__ partial, long long chunks, int coils) {
-    const int lane = threadIdx.x & 31;
-    double best = -1.0;
-    int best_c = 0;
-    for (int c = lane; c < kWalshMaxCoils; c += 32) {
-        if (c >= coils) break;
-        double e = 0.0;
-        for (long long k = 0; k < chunks; ++k) e += partial[c * chunks + k];
-        if (e > best) {  // c grows: ties keep the smaller index
-            best = e;
-            best_c = c;
-        }
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        const double ob = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oc = __shfl_xor_sync(0xffffffffu, best_c, o);
-        if (ob > best || (ob == best && oc < best_c)) {
-            best = ob;
-            best_c = oc;
-        }
-    }
-    return best_c;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Grid eigenvectors. One block per strip of P consecutive grid points of one grid row: they share
 // the window rows, and neighbouring windows overlap. Coils are padded to CP (8, 16, 32 or 64) with
@@ -134,13 +109,10 @@ constexpr size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
 
 template <int CP>
 struct GridCfg {
-    static constexpr int kPitch = CP + 2;          // float2 per staged pixel / R row: 16-byte aligned, no
-                                                   // bank conflicts for row-wise 16-byte loads
+    static constexpr int kPitch = RowLayout<CP>::kPitch;
+    static constexpr int kGroup = RowLayout<CP>::kGroup;  // threads per point in the power iteration
     static constexpr int kTiles1d = CP / 4;
     static constexpr int kTiles = kTiles1d * (kTiles1d + 1) / 2;  // 4x4 tiles on/above the diagonal
-    static constexpr int kSeg = CP < 32 ? CP : 32;  // row entries per power-iteration thread
-    static constexpr int kLanesPerRow = CP / kSeg;
-    static constexpr int kGroup = CP * kLanesPerRow;  // threads per point in the power iteration
     // Points per block: 256-288 threads in both phases.
     static constexpr int kPoints = CP == 8 ? 32 : CP == 16 ? 16 : CP == 32 ? 8 : 2;
     static constexpr int kFormers = kPoints * kTiles;
@@ -155,159 +127,6 @@ struct GridCfg {
     static constexpr size_t kRedBytes = static_cast<size_t>(kPoints) * (kGroup > 32 ? kGroup / 32 : 1) * sizeof(float);
     static constexpr size_t kSharedBytes = kUnionBytes + kVBytes + ((kRedBytes + 15) / 16) * 16;
 };
-
-struct GridArgs {
-    const float2* x;
-    long long nx, ny, pixels;
-    int nc;
-    int lo, hi, stride;
-    long long gx, gy, gpoints;
-    int band_rows;  // staged rows per pass (of P columns)
-    const double* energy;  // [coil][chunk] partial energies
-    long long energy_chunks;
-    float2* out;  // [coil][gpoints]; the maps themselves when stride == 1
-};
-
-// acc += a conj(b)
-__device__ __forceinline__ void cmac_conj(float2& acc, float2 a, float2 b) {
-    acc.x = fmaf(a.x, b.x, acc.x);
-    acc.x = fmaf(a.y, b.y, acc.x);
-    acc.y = fmaf(a.y, b.x, acc.y);
-    acc.y = fmaf(-a.x, b.y, acc.y);
-}
-
-// acc += a b
-__device__ __forceinline__ void cmac(float2& acc, float2 a, float2 b) {
-    acc.x = fmaf(a.x, b.x, acc.x);
-    acc.x = fmaf(-a.y, b.y, acc.x);
-    acc.y = fmaf(a.x, b.y, acc.y);
-    acc.y = fmaf(a.y, b.x, acc.y);
-}
-
-// Barrier of the first `count` threads (a multiple of 32) only: for CP = 64 a point's power
-// iteration spans 4 warps, and warps of absent points (the last strip of a row) must not be waited for.
-__device__ __forceinline__ void named_barrier(int count) {
-    asm volatile("bar.sync 1, %0;" ::"r"(count) : "memory");
-}
-
-// Grid point i along an axis of n pixels: min(i * stride, n - 1).
-__device__ __forceinline__ int grid_coord(long long i, int stride, int n) {
-    return static_cast<int>(min(i * stride, static_cast<long long>(n - 1)));
-}
-
-// Sum over the kGroup threads of one point (all of them must call it).
-template <int CP>
-__device__ float group_sum(float v, float* red, int barrier_count) {
-    using Cfg = GridCfg<CP>;
-    if constexpr (Cfg::kGroup <= 32) {
-        for (int o = Cfg::kGroup / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        return v;
-    } else {
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        const int lane_in_group = threadIdx.x % Cfg::kGroup;
-        if ((lane_in_group & 31) == 0) red[lane_in_group >> 5] = v;
-        named_barrier(barrier_count);
-        float t = 0.f;
-        for (int w = 0; w < Cfg::kGroup / 32; ++w) t += red[w];
-        return t;
-    }
-}
-
-template <int CP>
-__device__ __forceinline__ void group_sync(int barrier_count) {
-    if constexpr (GridCfg<CP>::kGroup <= 32) {
-        __syncwarp();
-    } else {
-        named_barrier(barrier_count);
-    }
-}
-
-// Phase 2 of both grid kernels: kWalshIterations power iterations for each of the npts points whose
-// R (CP x CP, row pitch kPitch) lies at R + p * CP * kPitch in shared memory; the unit vectors go to
-// vs + p * CP. A point's rows fit one warp for CP <= 32 (no block barrier); for CP = 64 its 128
-// threads meet at named barriers. Threads from npts * kGroup on (rounded up to a warp) idle.
-template <int CP>
-__device__ void power_iterations(const float2* R, float2* vs, float* red, int npts, int tid) {
-    using Cfg = GridCfg<CP>;
-    constexpr int kPitch = Cfg::kPitch;
-    constexpr int G = Cfg::kGroup, kSeg = Cfg::kSeg, H = Cfg::kLanesPerRow;
-    const int power_threads = ((npts * G + 31) / 32) * 32;  // whole warps; lanes of absent points idle along
-    if (tid >= power_threads) return;
-    // Lanes of absent points (a group smaller than a warp) shadow the last point: they read its R and
-    // v, keeping the warp's shuffles and barriers whole, but never write.
-    const bool present = tid / G < npts;
-    const int pp = min(tid / G, npts - 1), lane = tid % G, prow = lane / H, half = lane % H;
-    const float2* Rp = R + pp * CP * kPitch;
-    float2* v = vs + pp * CP;
-    float* redp = red + pp * (G > 32 ? G / 32 : 1);
-    // Start from the column with the largest diagonal (first maximum, as the CPU).
-    int j0 = 0;
-    for (int i = 1; i < CP; ++i)
-        if (Rp[i * kPitch + i].x > Rp[j0 * kPitch + j0].x) j0 = i;
-    const bool nonzero = Rp[j0 * kPitch + j0].x > 0.f;
-    float2 row[kSeg];
-#pragma unroll
-    for (int k = 0; k < kSeg; k += 2) {
-        const float4 t = *reinterpret_cast<const float4*>(Rp + prow * kPitch + half * kSeg + k);
-        row[k] = make_float2(t.x, t.y);
-        row[k + 1] = make_float2(t.z, t.w);
-    }
-    const float2 v0 = half == 0 && nonzero ? Rp[prow * kPitch + j0] : make_float2(0.f, 0.f);
-    float n2 = group_sum<CP>(v0.x * v0.x + v0.y * v0.y, redp, npts * G);
-    const float inv0 = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;
-    if (half == 0 && present) v[prow] = make_float2(v0.x * inv0, v0.y * inv0);
-    group_sync<CP>(npts * G);
-    for (int it = 0; it < detail::kWalshIterations; ++it) {
-        // Four partial sums: independent FMA chains hide the FMA latency.
-        float2 s[4] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
-#pragma unroll
-        for (int k = 0; k < kSeg; k += 2) {
-            const float4 vv = *reinterpret_cast<const float4*>(v + half * kSeg + k);  // broadcast
-            cmac(s[(k / 2) % 4], row[k], make_float2(vv.x, vv.y));
-            cmac(s[(k / 2 + 2) % 4], row[k + 1], make_float2(vv.z, vv.w));
-        }
-        float2 w = make_float2((s[0].x + s[1].x) + (s[2].x + s[3].x), (s[0].y + s[1].y) + (s[2].y + s[3].y));
-        if constexpr (H == 2) {
-            w.x += __shfl_xor_sync(0xffffffffu, w.x, 1);
-            w.y += __shfl_xor_sync(0xffffffffu, w.y, 1);
-        }
-        n2 = group_sum<CP>(half == 0 ? w.x * w.x + w.y * w.y : 0.f, redp, npts * G);
-        group_sync<CP>(npts * G);  // every thread has read v
-        // R v == 0: the CPU stops, keeping v; keeping v here gives the same result. rsqrtf is
-        // within 2 ulp of the CPU's 1 / sqrt: a scale of v, forgotten by the next step (and a
-        // unit norm to 2 ulp after the last).
-        if (n2 > 0.f && half == 0 && present) {
-            const float inv = rsqrtf(n2);
-            v[prow] = make_float2(w.x * inv, w.y * inv);
-        }
-        group_sync<CP>(npts * G);
-    }
-}
-
-// The output of both grid kernels: the npts vectors in vs (after a block barrier), phase of the
-// reference coil removed, to a.out[coil][gbase + p], coalesced along consecutive points.
-template <int CP>
-__device__ void write_vectors(const float2* vs, int npts, const GridArgs& a, long long gbase, int tid, int threads) {
-    __shared__ int ref_s;
-    if (tid < 32) {
-        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
-        if (tid == 0) ref_s = r;
-    }
-    __syncthreads();
-    const int ref = ref_s;
-    for (int e = tid; e < a.nc * npts; e += threads) {
-        const int c = e / npts, p = e - c * npts;
-        const float2* v = vs + p * CP;
-        const float2 vr = v[ref];
-        const float mag = sqrtf(vr.x * vr.x + vr.y * vr.y);
-        float2 o = v[c];
-        if (mag > 0.f) {  // v * conj(vr) / |vr|
-            const float cr = vr.x / mag, ci = -vr.y / mag;
-            o = make_float2(o.x * cr - o.y * ci, o.x * ci + o.y * cr);
-        }
-        a.out[c * a.gpoints + gbase + p] = o;
-    }
-}
 
 template <int CP>
 __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(const GridArgs a) {
@@ -337,15 +156,8 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
     // slot fp of the current chunk of P columns.
     const int fp = tid / Cfg::kTiles, fk = tid % Cfg::kTiles;
     const bool former = fp < npts;
-    int ti = 0, tj = 0;
-    {
-        int k = fk;
-        while (k >= Cfg::kTiles1d - ti) {
-            k -= Cfg::kTiles1d - ti;
-            ++ti;
-        }
-        tj = ti + k;
-    }
+    int ti, tj;
+    upper_tile(fk, Cfg::kTiles1d, ti, tj);
     const int gxp = grid_coord(i0 + fp, a.stride, nx);
     const int wx0 = max(0, gxp - a.lo), wx1 = min(nx - 1, gxp + a.hi);
     const int kernel = a.lo + a.hi + 1;
@@ -446,124 +258,14 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
     __syncthreads();
 
     // ---- phase 2: power iteration, warp-synchronous for CP <= 32; then the output ----
-    power_iterations<CP>(R, vs, red, npts, tid);
-    __syncthreads();
-    write_vectors<CP>(vs, npts, a, grow * a.gx + i0, tid, kThreads);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Grid eigenvectors, one block per grid point: for a spacing at least the window side (the default,
-// stride = kernel) neighbouring windows do not overlap, so the strip kernel's sharing of column sums
-// buys nothing, and its strips of 8 points left a 256^2 image with 190 blocks of 288 threads (one
-// per SM, most of them waiting at barriers: 70 us for 38 x 38 points, ncu). Here each point has a
-// block of kPointThreads: the window's pixels are staged in shared memory, column by column, all
-// loads issued at once, and each thread owns a TR x TC tile of the full R (no triangle bookkeeping:
-// twice the products of the Hermitian half, still cheap next to staging at this size), summed in
-// the CPU's order: down each column of the window, then the column sums left to right. Then the
-// power iteration and the output of the strip kernel, for one point.
-constexpr int kPointThreads = 128;
-constexpr int kPointChunk = 64;  // staged pixels per pass
-
-template <int CP>
-struct PointCfg {
-    static constexpr int kPitch = GridCfg<CP>::kPitch;
-    // R tile per thread: CP^2 / 128 entries (CP = 8: one entry for the first 64 threads).
-    static constexpr int kTR = CP == 64 ? 4 : CP == 32 ? 2 : 1;
-    static constexpr int kTC = CP == 64 ? 8 : CP == 32 ? 4 : CP == 16 ? 2 : 1;
-    static constexpr int kColTiles = CP / kTC;
-    static constexpr int kTiles = (CP / kTR) * kColTiles;
-    static constexpr size_t kStageBytes = static_cast<size_t>(kPointChunk) * kPitch * sizeof(float2);
-    static constexpr size_t kRBytes = static_cast<size_t>(CP) * kPitch * sizeof(float2);
-    static constexpr size_t kUnionBytes = zmax(kStageBytes, kRBytes);
-    static constexpr size_t kVBytes = static_cast<size_t>(CP) * sizeof(float2);
-    static constexpr size_t kSharedBytes = kUnionBytes + kVBytes + 16;
-    static_assert(kTiles <= kPointThreads, "R tiles exceed the block");
-    static_assert(GridCfg<CP>::kGroup <= kPointThreads, "power iteration group exceeds the block");
-};
-
-template <int CP>
-__global__ void __launch_bounds__(kPointThreads, 6) walsh_point_kernel(const GridArgs a) {
-    using Cfg = PointCfg<CP>;
-    constexpr int kPitch = Cfg::kPitch, TR = Cfg::kTR, TC = Cfg::kTC;
-    extern __shared__ float4 smem4[];
-    float2* stage = reinterpret_cast<float2*>(smem4);  // [kPointChunk][kPitch], then R [CP][kPitch]
-    float2* vs = stage + Cfg::kUnionBytes / sizeof(float2);
-    float* red = reinterpret_cast<float*>(vs + CP);
-    const int tid = threadIdx.x;
-
-    const int nx = static_cast<int>(a.nx), ny = static_cast<int>(a.ny);
-    const long long point = blockIdx.x;  // (slice * gy + j) * gx + i
-    const long long i = point % a.gx, grow = point / a.gx, j = grow % a.gy, slice = grow / a.gy;
-    const int gxp = grid_coord(i, a.stride, nx), gyp = grid_coord(j, a.stride, ny);
-    const int x0 = max(0, gxp - a.lo), x1 = min(nx - 1, gxp + a.hi);
-    const int y0 = max(0, gyp - a.lo), y1 = min(ny - 1, gyp + a.hi);
-    const int h = y1 - y0 + 1, npix = (x1 - x0 + 1) * h;
-    const float2* xs = a.x + slice * a.nx * a.ny;
-
-    const bool former = tid < Cfg::kTiles;
-    const int r0 = (tid / Cfg::kColTiles) * TR, c0 = (tid % Cfg::kColTiles) * TC;
-    float2 acc[TR][TC], col[TR][TC];
-#pragma unroll
-    for (int r = 0; r < TR; ++r)
-#pragma unroll
-        for (int c = 0; c < TC; ++c) acc[r][c] = col[r][c] = make_float2(0.f, 0.f);
-
-    for (int k0 = 0; k0 < npix; k0 += kPointChunk) {
-        const int n = min(kPointChunk, npix - k0);
-        __syncthreads();  // the previous chunk is consumed
-        // Pixel k of the window: column x0 + k / h, row y0 + k % h; all coils of a pixel contiguous.
-        // A window that fits one chunk (the usual case) is read along its rows, so consecutive
-        // threads read neighbouring pixels of one coil; a larger one goes column by column.
-        // Thread t stages pixel t % kPointChunk for every second coil: its position is worked out
-        // once per chunk, not per element (integer division is ~20 instructions).
-        static_assert(kPointThreads == 2 * kPointChunk, "two threads per staged pixel");
-        {
-            const int q = tid % kPointChunk;
-            if (q < n) {
-                const int w = x1 - x0 + 1;
-                const int k = n == npix ? (q % w) * h + q / w : k0 + q;
-                const float2* src = xs + static_cast<long long>(y0 + k % h) * a.nx + x0 + k / h;
-                float2* dst = stage + (k - k0) * kPitch;
-#pragma unroll 8
-                for (int c = tid / kPointChunk; c < CP; c += 2)
-                    dst[c] = c < a.nc ? src[c * a.pixels] : make_float2(0.f, 0.f);
-            }
-        }
-        __syncthreads();
-        if (former)
-            for (int q = 0; q < n; ++q) {
-                const float2* pv = stage + q * kPitch;
-                float2 av[TR], bv[TC];
-#pragma unroll
-                for (int r = 0; r < TR; ++r) av[r] = pv[r0 + r];
-#pragma unroll
-                for (int c = 0; c < TC; ++c) bv[c] = pv[c0 + c];
-#pragma unroll
-                for (int r = 0; r < TR; ++r)
-#pragma unroll
-                    for (int c = 0; c < TC; ++c) cmac_conj(col[r][c], av[r], bv[c]);
-                if ((k0 + q) % h == h - 1) {  // end of a window column: add its sum, in column order
-#pragma unroll
-                    for (int r = 0; r < TR; ++r)
-#pragma unroll
-                        for (int c = 0; c < TC; ++c) {
-                            acc[r][c] = make_float2(acc[r][c].x + col[r][c].x, acc[r][c].y + col[r][c].y);
-                            col[r][c] = make_float2(0.f, 0.f);
-                        }
-                }
-            }
+    power_iterations<CP>(R, CP * kPitch, vs, red, npts, tid);
+    __shared__ int ref_s;
+    if (tid < 32) {
+        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
+        if (tid == 0) ref_s = r;
     }
-    __syncthreads();  // staging consumed: R takes its place
-    float2* R = stage;
-    if (former)
-#pragma unroll
-        for (int r = 0; r < TR; ++r)
-#pragma unroll
-            for (int c = 0; c < TC; ++c) R[(r0 + r) * kPitch + c0 + c] = acc[r][c];
     __syncthreads();
-    power_iterations<CP>(R, vs, red, 1, tid);
-    __syncthreads();
-    write_vectors<CP>(vs, 1, a, point, tid, kPointThreads);
+    write_vectors<CP>(vs, npts, a, grow * a.gx + i0, ref_s, tid, kThreads);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -573,34 +275,33 @@ __global__ void __launch_bounds__(kPointThreads, 6) walsh_point_kernel(const Gri
 
 constexpr int kInterpThreads = 256;
 
-__device__ __forceinline__ void grid_cell(long long p, long long n, long long g, int stride, long long& i0,
-                                          long long& i1, float& t) {
+__device__ __forceinline__ void grid_cell(int p, int n, int g, int stride, int& i0, int& i1, float& t) {
     i0 = min(p / stride, g - 1);
     i1 = min(i0 + 1, g - 1);
-    const long long p0 = min(i0 * stride, n - 1), p1 = min(i1 * stride, n - 1);
+    const int p0 = grid_coord(i0, stride, n), p1 = grid_coord(i1, stride, n);
     t = p1 > p0 ? static_cast<float>(p - p0) / static_cast<float>(p1 - p0) : 0.f;
 }
 
-// The four grid points around pixel q (x fastest, then y, then slice) and their bilinear weights.
+// The four grid points around pixel (x, y) of a slice and their bilinear weights. In-plane
+// coordinates are 32-bit (the launchers check the sides): a 64-bit division costs ~100 instructions.
 struct Bilinear {
     long long a, b, d, e;  // grid offsets of (i0, j0), (i1, j0), (i0, j1), (i1, j1)
     float wa, wb, wd, we;
 
-    __device__ Bilinear(long long q, long long nx, long long ny, long long gx, long long gy, int stride) {
-        const long long x = q % nx, y = (q / nx) % ny, slice = q / (nx * ny);
-        long long i0, i1, j0, j1;
+    __device__ static Bilinear at_pixel(int x, int y, long long slice, int nx, int ny, int gx, int gy, int stride) {
+        int i0, i1, j0, j1;
         float tx, ty;
         grid_cell(x, nx, gx, stride, i0, i1, tx);
         grid_cell(y, ny, gy, stride, j0, j1, ty);
         const long long r0 = (slice * gy + j0) * gx, r1 = (slice * gy + j1) * gx;
-        a = r0 + i0;
-        b = r0 + i1;
-        d = r1 + i0;
-        e = r1 + i1;
-        wa = (1.f - tx) * (1.f - ty);
-        wb = tx * (1.f - ty);
-        wd = (1.f - tx) * ty;
-        we = tx * ty;
+        return {r0 + i0,
+                r0 + i1,
+                r1 + i0,
+                r1 + i1,
+                (1.f - tx) * (1.f - ty),
+                tx * (1.f - ty),
+                (1.f - tx) * ty,
+                tx * ty};
     }
     // The interpolated vector entry of one coil's grid (g = grid + coil * gpoints).
     __device__ float2 operator()(const float2* g) const {
@@ -626,7 +327,10 @@ __global__ void __launch_bounds__(kInterpThreads) walsh_interp_kernel(const floa
     // Lane groups are aligned to kInterpLanes within the warp, so the whole group agrees on `live`.
     const long long p = t / kInterpLanes;
     const bool live = p < pixels;
-    const Bilinear at(live ? p : 0, nx, ny, gx, gy, stride);
+    const long long q = live ? p : 0, row = q / nx;
+    const Bilinear at = Bilinear::at_pixel(static_cast<int>(q - row * nx), static_cast<int>(row % ny), row / ny,
+                                           static_cast<int>(nx), static_cast<int>(ny), static_cast<int>(gx),
+                                           static_cast<int>(gy), stride);
     // Every grid vector has its reference-coil component real and >= 0 and the weights are >= 0, so
     // the interpolated vector has too: it is the weighted sum of theirs, so the four never cancel
     // through a phase flip, and it vanishes only where all weighted grid vectors do.
@@ -656,27 +360,63 @@ __global__ void __launch_bounds__(kInterpThreads) walsh_interp_kernel(const floa
 // each coil's interpolated (not yet renormalised) vector s_c is multiplied into the image,
 //   y = sum_c conj(s_c) x_c / |s|,
 // which is combine_last_axis with the unit-norm maps s / |s| (their sum of squares, the denominator
-// there, is 1). The maps (17 MB for 256^2 x 32) are never written nor read back: x is streamed once
-// and the small grid comes from L2. A block covers 32 consecutive pixels with kCombineWarps warps,
-// warp w taking coils w, w + kCombineWarps, ... (each load of x 256 contiguous bytes); the partial
-// sums meet in shared memory.
+// there, is 1). The maps (17 MB for 256^2 x 32) are never written nor read back: x is streamed once,
+// the bound (16.8 MB, ~4 us).
+//
+// A block covers 32 consecutive pixels of one image row with kCombineWarps warps, warp w taking coils
+// w, w + kCombineWarps, ... (each load of x 256 contiguous bytes); the partial sums meet in shared
+// memory. The row is the same for the whole block, so the interpolation along y is done once per
+// block for the few grid columns the 32 pixels need (all coils, into shared memory), and each pixel
+// and coil is left with a lerp along x of two shared values.
+//
+// ncu, 256^2 x 32 coils, H200: 16.3 us when every warp worked out the four grid points and weights
+// itself with 64-bit divisions; 13.5-14.6 us with 32-bit ones, computed per warp, once per block, or
+// (this version) replaced by the lerp along y; 23 us with one thread per pixel looping over all coils
+// (15 warps per SM kept too few loads in flight). So the instructions were not what bounds it: it reads
+// x at ~1.2 TB/s, a third of what the energy kernel reaches on the same array. Not yet understood.
 constexpr int kCombineWarps = 8;
+constexpr int kCombineCols = 34;  // grid columns 32 pixels can need: 31 / stride + 2, stride >= 1
 
 __global__ void __launch_bounds__(kCombineWarps * 32) walsh_combine_kernel(const float2* __restrict__ grid,
-                                                                            const float2* __restrict__ x, long long nx,
-                                                                            long long ny, long long pixels, int nc,
-                                                                            int stride, long long gx, long long gy,
+                                                                            const float2* __restrict__ x, int nx, int ny,
+                                                                            unsigned xblocks, long long pixels, int nc,
+                                                                            int stride, int gx, int gy,
                                                                             long long gpoints, float2* __restrict__ y) {
+    __shared__ float2 along_y[kWalshMaxCoils][kCombineCols];  // the grid interpolated to this row
     __shared__ float part[kCombineWarps][3][32];
-    const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-    const long long p = blockIdx.x * 32LL + lane;
-    const bool live = p < pixels;
+    const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+    const unsigned row = blockIdx.x / xblocks;  // slice * ny + y
+    const int px0 = static_cast<int>(blockIdx.x - row * xblocks) * 32;
+    const unsigned slice = row / static_cast<unsigned>(ny);
+    int j0, j1;
+    float ty;
+    grid_cell(static_cast<int>(row - slice * ny), ny, gy, stride, j0, j1, ty);
+    const int i_lo = min(px0 / stride, gx - 1);
+    const int i_hi = min(min(px0 + 31, nx - 1) / stride + 1, gx - 1);
+    const int ncols = i_hi - i_lo + 1;
+    const float2* g0 = grid + (static_cast<long long>(slice) * gy + j0) * gx + i_lo;
+    const float2* g1 = grid + (static_cast<long long>(slice) * gy + j1) * gx + i_lo;
+    for (int e = tid; e < nc * ncols; e += kCombineWarps * 32) {
+        const int c = e / ncols, i = e - c * ncols;
+        const float2 u = g0[c * gpoints + i], v = g1[c * gpoints + i];
+        along_y[c][i] = make_float2((1.f - ty) * u.x + ty * v.x, (1.f - ty) * u.y + ty * v.y);
+    }
+    __syncthreads();
+    const int px = px0 + lane;
+    const bool live = px < nx;
     float re = 0.f, im = 0.f, n2 = 0.f;
     if (live) {
-        const Bilinear at(p, nx, ny, gx, gy, stride);
+        int i0, i1;
+        float tx;
+        grid_cell(px, nx, gx, stride, i0, i1, tx);
+        i0 -= i_lo;
+        i1 -= i_lo;
+        const float2* xc = x + static_cast<long long>(row) * nx + px;
+#pragma unroll 4
         for (int c = warp; c < nc; c += kCombineWarps) {
-            const float2 sv = at(grid + c * gpoints);
-            const float2 xv = x[c * pixels + p];
+            const float2 u = along_y[c][i0], v = along_y[c][i1];
+            const float2 sv = make_float2((1.f - tx) * u.x + tx * v.x, (1.f - tx) * u.y + tx * v.y);
+            const float2 xv = xc[c * pixels];
             re += sv.x * xv.x + sv.y * xv.y;  // conj(s) x
             im += sv.x * xv.y - sv.y * xv.x;
             n2 += sv.x * sv.x + sv.y * sv.y;
@@ -694,7 +434,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) walsh_combine_kernel(const
         n += part[w][2][lane];
     }
     const float inv = n > 0.f ? 1.f / sqrtf(n) : 0.f;  // all-zero maps combine to 0, as on the CPU
-    y[p] = make_float2(r * inv, i * inv);
+    y[static_cast<long long>(row) * nx + px] = make_float2(r * inv, i * inv);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -754,14 +494,8 @@ GridGeometry launch_grid(const float2* x, const WalshDims& d, double* energy, lo
     a.energy_chunks = energy_chunks;
     a.out = grid;
 
-    if (d.stride >= d.kernel) {
-        // Windows do not overlap: one block per point (walsh_point_kernel).
-        using PCfg = PointCfg<CP>;
-        if (a.gpoints > 0x7fffffffLL)
-            throw std::invalid_argument("walsh: " + ctx + " has " + std::to_string(a.gpoints) +
-                                        " grid points, more than one CUDA launch holds (use a larger stride)");
-        walsh_point_kernel<CP><<<static_cast<unsigned>(a.gpoints), kPointThreads, PCfg::kSharedBytes, stream>>>(a);
-        LARMOR_CUDA_LAUNCH_CHECK("walsh_point_kernel", ctx);
+    if (d.stride >= d.kernel) {  // windows do not overlap: walsh_point.cu
+        launch_point_grid(a, CP, stream, ctx);
         return {a.gx, a.gy, a.gpoints};
     }
     const long long blocks = (a.gx + Cfg::kPoints - 1) / Cfg::kPoints * a.gy * d.slices;
@@ -803,8 +537,13 @@ void launch_combined(const float2* x, const WalshDims& d, const ScratchLayout& s
     auto* grid = reinterpret_cast<float2*>(base + s.grid);
     const GridGeometry g = launch_grid<CP>(x, d, energy, s.chunks, grid, stream, ctx);
     const long long pixels = d.nx * d.ny * d.slices;
-    walsh_combine_kernel<<<static_cast<unsigned>((pixels + 31) / 32), kCombineWarps * 32, 0, stream>>>(
-        grid, x, d.nx, d.ny, pixels, d.coils, d.stride, g.gx, g.gy, g.gpoints, y);
+    const long long xblocks = (d.nx + 31) / 32, blocks = xblocks * d.ny * d.slices;
+    if (blocks > 0x7fffffffLL)
+        throw std::invalid_argument("walsh_combine: " + ctx + " needs " + std::to_string(blocks) +
+                                    " blocks, more than one CUDA launch holds");
+    walsh_combine_kernel<<<static_cast<unsigned>(blocks), kCombineWarps * 32, 0, stream>>>(
+        grid, x, static_cast<int>(d.nx), static_cast<int>(d.ny), static_cast<unsigned>(xblocks), pixels, d.coils,
+        d.stride, static_cast<int>(g.gx), static_cast<int>(g.gy), g.gpoints, y);
     LARMOR_CUDA_LAUNCH_CHECK("walsh_combine_kernel", ctx);
 }
 

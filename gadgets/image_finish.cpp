@@ -81,11 +81,20 @@ public:
         img.head = arr->head;
         ISMRMRD::MetaContainer& meta = arr->meta;
         const bool calibration = meta.length(kMetaCalibration) > 0 && meta.as_long(kMetaCalibration) != 0;
+        img.head.image_type = image_type(output);
+        // Calibration-only (ACS) images go to the next series, so clients keep them apart.
+        img.head.image_series_index = uint16_t(series_ + (calibration ? 1 : 0));
+        append_processing_history(meta, history_step(output));
+        // Work that needs no pixels comes before the download: on a GPU the reconstruction is still
+        // running when this gadget starts, and the download waits for it. Only the scale of ushort
+        // images depends on the pixels.
+        const bool scaled = output != config::OUTPUT_COMPLEX && cfg_.pixel_type() == config::PIXEL_USHORT;
+        if (!scaled) img.meta = write_meta(meta);
         if (output == config::OUTPUT_COMPLEX) {
             const CArray host = backend_->to_host(arr->data);
             img.head.data_type = ISMRMRD::ISMRMRD_CXFLOAT;
             put(img.pixels, std::vector<cfloat>(host.data(), host.data() + n));
-        } else if (cfg_.pixel_type() == config::PIXEL_USHORT) {
+        } else if (scaled) {
             // The part is taken on the session backend (on a GPU only the floats come back).
             std::vector<float> values(n);
             backend_->download_part(arr->data, part_of(output), values.data());
@@ -98,17 +107,13 @@ public:
             }
             put(img.pixels, shorts);
             meta.set("GADGETRON_ImageScaleRatio", double(scale));
+            img.meta = write_meta(meta);
         } else {
             // Straight into the wire image's pixel bytes (operator new storage: aligned for float).
             img.head.data_type = ISMRMRD::ISMRMRD_FLOAT;
             img.pixels.resize(n * sizeof(float));
             backend_->download_part(arr->data, part_of(output), reinterpret_cast<float*>(img.pixels.data()));
         }
-        img.head.image_type = image_type(output);
-        // Calibration-only (ACS) images go to the next series, so clients keep them apart.
-        img.head.image_series_index = uint16_t(series_ + (calibration ? 1 : 0));
-        append_processing_history(meta, history_step(output));
-        img.meta = write_meta(meta);
         img.head.attribute_string_len = uint32_t(img.meta.size());
         out.emit(std::move(img));
     }

@@ -74,6 +74,10 @@ def main(paths):
         if parts:
             split = ", ".join(f"{k[len('host_us_'):].split('_', 1)[1]} {v:.1f}" for k, v in parts)
             print(f"\n{name}: host us per gadget: {split}")
+    # Host time to queue each stage (counter host_enqueue_us of cartesian_stages_bench).
+    enqueue = [(name, b["host_enqueue_us"]) for name, b, err, _ in rows if b and not err and "host_enqueue_us" in b]
+    if enqueue:
+        print("\nHost time to queue each stage (us): " + ", ".join(f"{n.split('/')[1]} {v:.1f}" for n, v in enqueue))
 
 
 def medians(paths):
