@@ -244,17 +244,7 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
     }
     __syncthreads();  // column sums consumed: R takes their place
     float2* R = reinterpret_cast<float2*>(smem4);
-    if (former) {
-        float2* Rp = R + fp * CP * kPitch;
-#pragma unroll
-        for (int rr = 0; rr < 4; ++rr)
-#pragma unroll
-            for (int cc = 0; cc < 4; ++cc) {
-                const float2 v = acc[rr][cc];  // R_{4ti+rr, 4tj+cc}
-                Rp[(4 * ti + rr) * kPitch + 4 * tj + cc] = v;
-                if (ti != tj) Rp[(4 * tj + cc) * kPitch + 4 * ti + rr] = make_float2(v.x, -v.y);
-            }
-    }
+    if (former) store_tile<CP>(R + fp * CP * kPitch, acc, ti, tj);
     __syncthreads();
 
     // ---- phase 2: power iteration, warp-synchronous for CP <= 32; then the output ----

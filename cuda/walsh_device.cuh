@@ -206,6 +206,21 @@ __device__ __forceinline__ void upper_tile(int k, int t1, int& ti, int& tj) {
     tj = ti + k;
 }
 
+// A thread's 4x4 tile (ti, tj) of R's upper triangle into R (row pitch kPitch, shared memory), and
+// its conjugate transpose into the lower triangle.
+template <int CP>
+__device__ __forceinline__ void store_tile(float2* R, const float2 (&acc)[4][4], int ti, int tj) {
+    constexpr int kPitch = RowLayout<CP>::kPitch;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const float2 v = acc[r][c];  // R_{4ti+r, 4tj+c}
+            R[(4 * ti + r) * kPitch + 4 * tj + c] = v;
+            if (ti != tj) R[(4 * tj + c) * kPitch + 4 * ti + r] = make_float2(v.x, -v.y);
+        }
+}
+
 // The output of the grid kernels: the npts vectors in vs (CP apart; after a block barrier), phase of
 // coil `ref` removed, to a.out[coil][gbase + p], coalesced along consecutive points.
 template <int CP>

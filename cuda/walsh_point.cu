@@ -187,17 +187,7 @@ __global__ void __launch_bounds__(PointCfg<CP>::kThreads, 3) walsh_point_kernel(
         }
     }
     __syncthreads();  // staging consumed: R takes its place, both triangles
-    if (former) {
-        float2* Rp = areas + fp * Cfg::kArea;
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const float2 v = acc[r][c];  // R_{4ti+r, 4tj+c}
-                Rp[(4 * ti + r) * kPitch + 4 * tj + c] = v;
-                if (ti != tj) Rp[(4 * tj + c) * kPitch + 4 * ti + r] = make_float2(v.x, -v.y);
-            }
-    }
+    if (former) store_tile<CP>(areas + fp * Cfg::kArea, acc, ti, tj);
     __syncthreads();
     power_iterations<CP>(areas, Cfg::kArea, vs, red, npts, tid);
     __syncthreads();
