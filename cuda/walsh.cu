@@ -111,8 +111,8 @@ template <int CP>
 struct GridCfg {
     static constexpr int kPitch = RowLayout<CP>::kPitch;
     static constexpr int kGroup = RowLayout<CP>::kGroup;  // threads per point in the power iteration
-    static constexpr int kTiles1d = CP / 4;
-    static constexpr int kTiles = kTiles1d * (kTiles1d + 1) / 2;  // 4x4 tiles on/above the diagonal
+    static constexpr int kTiles1d = RowLayout<CP>::kTiles1d;
+    static constexpr int kTiles = RowLayout<CP>::kTiles;
     // Points per block: 256-288 threads in both phases.
     static constexpr int kPoints = CP == 8 ? 32 : CP == 16 ? 16 : CP == 32 ? 8 : 2;
     static constexpr int kFormers = kPoints * kTiles;
@@ -124,7 +124,7 @@ struct GridCfg {
     static constexpr size_t kStageBytes = static_cast<size_t>(24) << 10;
     static constexpr size_t kUnionBytes = zmax(kRBytes, kCsumBytes + kStageBytes);
     static constexpr size_t kVBytes = static_cast<size_t>(kPoints) * CP * sizeof(float2);
-    static constexpr size_t kRedBytes = static_cast<size_t>(kPoints) * (kGroup > 32 ? kGroup / 32 : 1) * sizeof(float);
+    static constexpr size_t kRedBytes = static_cast<size_t>(kPoints) * RowLayout<CP>::kRedPerPoint * sizeof(float);
     static constexpr size_t kSharedBytes = kUnionBytes + kVBytes + ((kRedBytes + 15) / 16) * 16;
 };
 
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
     extern __shared__ float4 smem4[];
     // [column sums | staging], then R: [P][CP][kPitch]
     float2* vs = reinterpret_cast<float2*>(smem4) + Cfg::kUnionBytes / sizeof(float2);  // [P][CP]
-    float* red = reinterpret_cast<float*>(vs + P * CP);     // [P][kGroup / 32]
+    float* red = reinterpret_cast<float*>(vs + P * CP);     // [P][kRedPerPoint]
     const int tid = threadIdx.x;
 
     // Image coordinates in 32 bits (the launcher checks they fit; fewer registers), offsets in 64.

@@ -23,6 +23,10 @@ struct RowLayout {
     static constexpr int kSeg = CP < 32 ? CP : 32;  // row entries per thread
     static constexpr int kLanesPerRow = CP / kSeg;
     static constexpr int kGroup = CP * kLanesPerRow;  // threads per point
+    static constexpr int kRedPerPoint = kGroup > 32 ? kGroup / 32 : 1;  // floats of group_sum's scratch
+    // R's formation by 4x4 tiles on and above the diagonal (upper_tile): 3, 10, 36, 136 tiles.
+    static constexpr int kTiles1d = CP / 4;
+    static constexpr int kTiles = kTiles1d * (kTiles1d + 1) / 2;
 };
 
 struct GridArgs {
@@ -192,7 +196,7 @@ __device__ void power_iterations(const float2* R, int r_stride, float2* vs, floa
         row[k + 1] = make_float2(t.z, t.w);
     }
     const float2 v0 = half == 0 && nonzero ? Rp[prow * kPitch + j0] : make_float2(0.f, 0.f);
-    power_iterate<CP>(row, v0, vs + pp * CP, red + pp * (G > 32 ? G / 32 : 1), tid / G < npts, npts * G);
+    power_iterate<CP>(row, v0, vs + pp * CP, red + pp * L::kRedPerPoint, tid / G < npts, npts * G);
 }
 
 // Tile k (0 .. t1 (t1 + 1) / 2 - 1) of the 4x4 tiles on and above the diagonal of a matrix of t1 x t1

@@ -38,8 +38,8 @@ constexpr int kPointChunk = 56;  // staged pixels per point and pass: a 7 x 7 wi
 template <int CP>
 struct PointCfg {
     using L = RowLayout<CP>;
-    static constexpr int kTiles1d = CP / 4;
-    static constexpr int kTiles = kTiles1d * (kTiles1d + 1) / 2;  // 3, 10, 36, 136
+    static constexpr int kTiles1d = L::kTiles1d;
+    static constexpr int kTiles = L::kTiles;
     static constexpr int kPoints = CP == 8 ? 16 : CP == 16 ? 8 : CP == 32 ? 4 : 1;
     static constexpr int kFormers = kPoints * kTiles;
     static constexpr int kPowerThreads = kPoints * L::kGroup;
@@ -49,10 +49,9 @@ struct PointCfg {
     static constexpr int kAreaRows = kPointChunk > CP ? kPointChunk : CP;
     static constexpr int kArea = kAreaRows * L::kPitch + 8;
     static constexpr int kSlots = (kPoints * kPointChunk + kThreads - 1) / kThreads;  // staged pixels per thread
-    static constexpr int kRedPerPoint = L::kGroup > 32 ? L::kGroup / 32 : 1;
     static constexpr size_t kAreasFloat2 = static_cast<size_t>(kPoints) * kArea;
     static constexpr size_t kSharedBytes = (kAreasFloat2 + static_cast<size_t>(kPoints) * CP) * sizeof(float2) +
-                                           static_cast<size_t>(kPoints) * kRedPerPoint * sizeof(float);
+                                           static_cast<size_t>(kPoints) * L::kRedPerPoint * sizeof(float);
 };
 
 // A point's window: columns x0 .. x0 + w - 1, rows y0 .. y0 + h - 1 of its slice.
@@ -71,7 +70,7 @@ __global__ void __launch_bounds__(PointCfg<CP>::kThreads, 3) walsh_point_kernel(
     __shared__ int ref_s, max_pix_s;
     float2* const areas = reinterpret_cast<float2*>(smem4);  // [P][kArea]
     float2* const vs = areas + Cfg::kAreasFloat2;             // [P][CP]
-    float* const red = reinterpret_cast<float*>(vs + P * CP);  // [P][kRedPerPoint]
+    float* const red = reinterpret_cast<float*>(vs + P * CP);  // [P][L::kRedPerPoint]
     const int tid = static_cast<int>(threadIdx.x);
 
     // Grid points fit 31 bits (checked by the launcher): 32-bit index arithmetic.
