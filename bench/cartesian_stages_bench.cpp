@@ -11,6 +11,8 @@
 
 #include "bench/frame_source.h"
 #include "core/backend.h"
+#include "gadgets/kernels/coil_combination.h"
+#include "gadgets/kernels/line_placement.h"
 
 namespace {
 
@@ -44,9 +46,16 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     CArray maps = be->empty(half.shape());
     std::vector<cfloat> w(nc * nc);
     for (size_t i = 0; i < w.size(); ++i) w[i] = cfloat(i % (nc + 1) == 0 ? 1.f : 0.01f, 0.f);
+    CArray wh = CArray::host({w.size()});
+    std::copy(w.begin(), w.end(), wh.data());
+    const CArray wd = be->to_device(wh);
     const size_t kb = 16;
     CArray batch = be->zeros({ro, kb, nc});
-    std::vector<Backend::LinePlacement> where;
+    // Workspaces, as the accumulator and the FFT gadget keep them.
+    CArray batch_image = be->empty(batch.shape()), batch_half = be->empty({ro / 2, kb, nc});
+    CArray batch_half_k = be->empty({ro / 2, kb, nc});
+    CArray raw_image = be->empty(raw.shape()), half_image = be->empty(half.shape());
+    std::vector<kernels::LinePlacement> where;
     for (size_t k = 0; k < kb; ++k) where.push_back({k * 9, 0.f, 1.f});
     std::vector<float> magnitude(ny * ro / 2);
     be->synchronize();
@@ -55,24 +64,22 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     case Op::UploadLine: run = [&] { be->upload_rows(line.data.data(), ro, ro, nc, raw, 5 * ro, ro * ny); }; break;
     case Op::LineBatch:
         run = [&] {
-            CArray x = batch;
-            be->fft(x, 1u, FFTDirection::Inverse);
-            CArray y = be->empty({ro / 2, kb, nc});
-            be->crop_pad_centred(x, y);
-            be->fft(y, 1u, FFTDirection::Forward);
-            be->mix_place_lines(y, w, where, half);
+            be->fft(batch, batch_image, 1u, FFTDirection::Inverse);
+            be->crop_pad_centred(batch_image, batch_half);
+            be->fft(batch_half, batch_half_k, 1u, FFTDirection::Forward);
+            kernels::mix_place_lines(*be, batch_half_k, wd, where, half);
         };
         break;
-    case Op::FftReadout: run = [&] { CArray x = raw; be->fft(x, 1u, FFTDirection::Inverse); }; break;
+    case Op::FftReadout: run = [&] { be->fft(raw, raw_image, 1u, FFTDirection::Inverse); }; break;
     case Op::CropReadout: run = [&] { be->crop_pad_centred(raw, half); }; break;
-    case Op::Whiten: run = [&] { CArray y = be->empty(half.shape()); be->mix_last_axis(half, w, y); }; break;
-    case Op::Fft2d: run = [&] { CArray x = half; be->fft(x, 3u, FFTDirection::Inverse); }; break;
-    case Op::Rss: run = [&] { be->rss_last_axis(half, one); }; break;
-    case Op::Walsh: run = [&] { be->walsh_sensitivities(half, 7, 1, maps); }; break;
-    case Op::WalshStride4: run = [&] { be->walsh_sensitivities(half, 7, 4, maps); }; break;
-    case Op::WalshStride7: run = [&] { be->walsh_sensitivities(half, 7, 7, maps); }; break;
-    case Op::Combine: run = [&] { be->combine_last_axis(half, maps, one); }; break;
-    case Op::WalshCombine7: run = [&] { be->walsh_combine(half, 7, 7, one); }; break;
+    case Op::Whiten: run = [&] { CArray y = be->empty(half.shape()); kernels::mix_last_axis(*be, half, w, y); }; break;
+    case Op::Fft2d: run = [&] { be->fft(half, half_image, 3u, FFTDirection::Inverse); }; break;
+    case Op::Rss: run = [&] { kernels::rss_last_axis(*be, half, one); }; break;
+    case Op::Walsh: run = [&] { kernels::walsh_sensitivities(*be, half, 7, 1, maps); }; break;
+    case Op::WalshStride4: run = [&] { kernels::walsh_sensitivities(*be, half, 7, 4, maps); }; break;
+    case Op::WalshStride7: run = [&] { kernels::walsh_sensitivities(*be, half, 7, 7, maps); }; break;
+    case Op::Combine: run = [&] { kernels::combine_last_axis(*be, half, maps, one); }; break;
+    case Op::WalshCombine7: run = [&] { kernels::walsh_combine(*be, half, 7, 7, one); }; break;
     case Op::Download: run = [&] { CArray h = be->to_host(one); benchmark::DoNotOptimize(h.data()); }; break;
     case Op::DownloadMagnitude: run = [&] { be->download_part(one, ComplexPart::Magnitude, magnitude.data()); }; break;
     case Op::Alloc: run = [&] { CArray a = be->empty(raw.shape()); benchmark::DoNotOptimize(a.data()); }; break;

@@ -1,10 +1,10 @@
-// Centred orthonormal FFT (FFTOperator) on the CPU and GPU backends, and on the GPU a bare cuFFT
-// plan execution of the same transform side by side, in place and out of place: the centring must
-// cost (almost) nothing on top of cuFFT (target: <= 1.3x the faster bare variant). Sizes: 256^2 x 8
-// and x 32 coils (batched 2D), 256^3.
-// GPU variants (cuda/fft_plans.h), all out of place (the CUDA backend rebinds its argument to fresh
-// pool memory): BM_FftGpuStrided (`strided`: Larmor's own kernel along the strided axes with the
-// centring folded into its first read, then bare cuFFT along x), BM_FftGpuLoad (one shifted cuFFT LTO
+// Centred orthonormal FFT (the FFT operator, core/linops/fft_op.h) on the CPU and GPU backends,
+// and on the GPU a bare cuFFT plan execution of the same transform side by side, in place and out
+// of place: the centring must cost (almost) nothing on top of cuFFT (target: <= 1.3x the faster
+// bare variant). Sizes: 256^2 x 8 and x 32 coils (batched 2D), 256^3.
+// GPU variants (cuda/fft_plans.h), all out of place (x -> y, the operator's form):
+// BM_FftGpuStrided (`strided`: Larmor's own kernel along the strided axes with the centring folded
+// into its first read, then bare cuFFT along x), BM_FftGpuLoad (one shifted cuFFT LTO
 // load callback), BM_FftGpu (the default centring, whichever it is: its label says), BM_FftGpuCallbacks
 // (LTO load + store modulation callbacks), BM_FftGpuSwap (a signed half-swap pass after cuFFT),
 // BM_FftGpuKernels (copy, then modulation passes before and after). Floors: BM_CufftBare (in place)
@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/fft_operator.h"
+#include "core/linops/fft_op.h"
 
 #ifdef LARMOR_WITH_CUDA
 #include <cuda_runtime.h>
@@ -48,6 +48,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/fft_plans.h"
+#include "bench/gpu_timing.h"
 #endif
 
 namespace {
@@ -85,16 +86,16 @@ void fill(larmor::cfloat* p, size_t n, float scale = 1.f) {
 void BM_FftCpu(benchmark::State& state) {
     const Shape s = shape_of(state);
     auto cpu = larmor::make_cpu_backend();
-    larmor::FFTOperator op(cpu, s, axes_of(state));
-    CArray x = cpu->empty(s);
+    larmor::LinOp op = larmor::fft_op(cpu, s, axes_of(state));
+    CArray x = cpu->empty(s), y = cpu->empty(s);
     fill(x.data(), x.size());
-    op.forward(x, x);  // plan
+    op->forward(x, y);  // plan
     double seconds = 0;
     for (auto _ : state) {
         const auto t0 = std::chrono::steady_clock::now();
-        op.forward(x, x);
+        op->forward(x, y);
         seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        benchmark::DoNotOptimize(x.data());
+        benchmark::DoNotOptimize(y.data());
     }
     set_counters(state, s, seconds, state.iterations());
     state.SetLabel(cpu->describe());
@@ -102,70 +103,6 @@ void BM_FftCpu(benchmark::State& state) {
 
 #ifdef LARMOR_WITH_CUDA
 
-#define BENCH_CUDA(call)                                                                        \
-    do {                                                                                        \
-        const cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess) throw std::runtime_error(std::string(#call) + ": " + cudaGetErrorString(e_)); \
-    } while (0)
-
-// Holds a stream at a host function until opened, so that work queued behind it runs back to back.
-// Opens itself after a second (and says so) should the host ever wait on the stream while queueing,
-// which would otherwise deadlock.
-struct Gate {
-    std::atomic<bool> open{false};
-    std::atomic<bool> timed_out{false};
-    static void CUDART_CB wait(void* p) {
-        auto* g = static_cast<Gate*>(p);
-        const auto t0 = std::chrono::steady_clock::now();
-        while (!g->open.load(std::memory_order_acquire)) {
-            if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
-                g->timed_out = true;
-                return;
-            }
-            std::this_thread::yield();
-        }
-    }
-};
-
-struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    Events() {
-        BENCH_CUDA(cudaEventCreate(&start));
-        BENCH_CUDA(cudaEventCreate(&stop));
-    }
-    ~Events() {
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-    }
-    // Seconds per transform of `run` (which queues kBatch transforms on `stream`), device time:
-    // the stream waits at a gate until everything is queued (gated = false for a first, plain
-    // warm-up, where lazy module loading may still synchronise). host_seconds (optional)
-    // accumulates the time the host spends queueing the batch.
-    template <typename F>
-    double time(cudaStream_t stream, F&& run, double* host_seconds = nullptr, bool gated = true) {
-        Gate gate;
-        if (gated) BENCH_CUDA(cudaLaunchHostFunc(stream, &Gate::wait, &gate));
-        struct Opener {  // on every exit, an exception's too: open, and outlive the host function
-            Gate& g;
-            cudaStream_t s;
-            ~Opener() {
-                g.open.store(true, std::memory_order_release);
-                if (cudaStreamSynchronize(s) != cudaSuccess) cudaGetLastError();
-            }
-        } opener{gate, stream};
-        BENCH_CUDA(cudaEventRecord(start, stream));
-        const auto h0 = std::chrono::steady_clock::now();
-        run();
-        if (host_seconds) *host_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
-        BENCH_CUDA(cudaEventRecord(stop, stream));
-        gate.open.store(true, std::memory_order_release);
-        BENCH_CUDA(cudaEventSynchronize(stop));
-        if (gate.timed_out) throw std::runtime_error("the host waited on the gated stream while queueing");
-        float ms = 0;
-        BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-        return ms * 1e-3 / kBatch;
-    }
-};
 
 void gpu_operator(benchmark::State& state, const char* centring) {
     if (!larmor::cuda_available()) {
@@ -175,20 +112,20 @@ void gpu_operator(benchmark::State& state, const char* centring) {
     const Shape s = shape_of(state);
     if (centring) setenv("LARMOR_CUDA_CENTRING", centring, 1);
     auto gpu = larmor::make_cuda_backend();
-    larmor::FFTOperator op(gpu, s, axes_of(state));
+    larmor::LinOp op = larmor::fft_op(gpu, s, axes_of(state));
     CArray h = gpu->host_staging(s);
     fill(h.data(), h.size());
-    CArray x = gpu->to_device(h);
+    CArray x = gpu->to_device(h), y = gpu->empty(s);
     const auto t0 = std::chrono::steady_clock::now();
-    op.forward(x, x);  // plan (+ NVRTC and cuFFT's JIT link on first use)
+    op->forward(x, y);  // plan (+ NVRTC and cuFFT's JIT link on first use)
     gpu->synchronize();
     const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     unsetenv("LARMOR_CUDA_CENTRING");
     const char* used = larmor::cuda::centring_name(larmor::cuda::last_planned_centring());
     const cudaStream_t stream = larmor::cuda::backend_stream(*gpu);
-    Events ev;
+    larmor::bench::Events ev;
     auto run = [&] {
-        for (int i = 0; i < kBatch; ++i) op.forward(x, x);  // x is rebound to each result
+        for (int i = 0; i < kBatch; ++i) op->forward(x, y);
     };
     ev.time(stream, run, nullptr, false);
     for (int i = 0; i < 3; ++i) ev.time(stream, run);  // warm-up
@@ -276,7 +213,7 @@ void cufft_bare(benchmark::State& state, bool out_of_place) {
     BENCH_CUDA(cudaMemcpy(a, h.data(), bytes, cudaMemcpyHostToDevice));
     auto* in = static_cast<cufftComplex*>(a);
     auto* out = static_cast<cufftComplex*>(out_of_place ? b : a);
-    Events ev;
+    larmor::bench::Events ev;
     bool exec_ok = true;
     auto run = [&] {
         for (int i = 0; i < kBatch; ++i) exec_ok = exec_ok && cufftExecC2C(plan, in, out, CUFFT_FORWARD) == CUFFT_SUCCESS;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench/frame_source.h"
-#include "server/wire.h"
+#include "wire/codec.h"
 
 #ifndef LARMOR_BINARY_DIR
 #error "LARMOR_BINARY_DIR must point at the build tree"

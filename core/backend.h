@@ -5,9 +5,10 @@
 // handles, so concurrent sessions overlap on the GPU without sharing mutable state.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "core/carray.h"
+#include "core/array.h"
 
 namespace larmor {
 
@@ -19,6 +20,30 @@ enum class ComplexPart { Magnitude, Real, Imag, Phase };
 // Bit i set = transform along axis i.
 using AxisMask = unsigned;
 
+// Coefficient of scale / axpy / xpay: value * num[0] / den[0], where num and den, when given, are
+// one-element arrays on the backend's device holding results of dot() or norm2(). A solver can then
+// chain dot -> axpy on a GPU without reading a scalar back (no host-device round trip per step).
+// For real arrays only the real part of the coefficient is used.
+struct Coef {
+    cfloat value{1.f, 0.f};
+    CArray num;  // empty: 1
+    CArray den;  // empty: 1
+
+    Coef(cfloat v = cfloat(1.f, 0.f)) : value(v) {}  // NOLINT: a plain number is a coefficient
+    Coef(float v) : value(v, 0.f) {}                  // NOLINT
+    static Coef ratio(cfloat v, CArray num, CArray den) {
+        Coef c(v);
+        c.num = std::move(num);
+        c.den = std::move(den);
+        return c;
+    }
+};
+
+// Broadcasting rule of the pointwise primitives: the second operand b either has the shape of a, or
+// the shape of a's leading axes, and is then repeated over a's remaining (trailing) axes. So a coil
+// map [X, Y, C] times an image [X, Y] expands the image to every coil, and a sampling mask [X, Y]
+// applies to every coil of k-space [X, Y, C]. reduce_conj_mul is the adjoint: it sums over the
+// trailing axes that out does not have.
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -27,17 +52,38 @@ public:
     // Human-readable description (device name, threads) for logs and the status query.
     virtual std::string describe() const = 0;
 
-    // Arrays on this backend's device. empty() leaves contents undefined; zeros() clears them.
+    // ---- Memory. empty() leaves contents undefined; zeros() clears them.
     virtual CArray empty(const Shape& shape) = 0;
     virtual CArray zeros(const Shape& shape) = 0;
+    virtual RArray empty_real(const Shape& shape) = 0;
+    virtual RArray zeros_real(const Shape& shape) = 0;
     // Zeroed host array meant to be filled on the CPU and then uploaded; pinned where that helps.
     virtual CArray host_staging(const Shape& shape) = 0;
-    // Copies to this backend's device (returns `a` itself when it already lives there).
+
+    // ---- Transfers. to_device copies to this backend's device (returns `a` itself when it already
+    // lives there); to_host copies to host memory (returns `a` itself when on the host) and waits.
     virtual CArray to_device(const CArray& a) = 0;
-    // Copies to host memory (returns `a` itself when it already lives there). Synchronises.
+    virtual RArray to_device(const RArray& a) = 0;
     virtual CArray to_host(const CArray& a) = 0;
+    virtual RArray to_host(const RArray& a) = 0;
+    // dst = src, equal sizes (shapes may differ), each on the host or on this backend's device; no
+    // overlap unless the same view (then nothing happens). Ordered with the backend's other work.
+    virtual void copy(const CArray& src, CArray& dst) = 0;
+    virtual void copy(const RArray& src, RArray& dst) = 0;
     // Waits for all queued work of this backend.
     virtual void synchronize() = 0;
+
+    // A copy of a small array (solver scalars) on its way to the host. read_async() queues it after
+    // the work queued so far and returns at once; wait() returns the values once they are there,
+    // waiting for that work only (not for anything queued later), so a solver can check the
+    // residual of the previous iteration while the device already runs the next.
+    class PendingRead {
+    public:
+        virtual ~PendingRead() = default;
+        virtual bool ready() = 0;
+        virtual const std::vector<cfloat>& wait() = 0;
+    };
+    virtual std::unique_ptr<PendingRead> read_async(const CArray& a) = 0;
 
     // Writes one real part of every element of x to host memory at out (x.size() floats) and
     // returns when it is there. Magnitude is computed in double before rounding to float (no
@@ -53,61 +99,57 @@ public:
     virtual void upload_rows(const cfloat* src, size_t src_pitch, size_t row_len, size_t rows, CArray& dst,
                              size_t dst_offset, size_t dst_pitch) = 0;
 
-    // Writes the lines of a batch into a larger buffer: src viewed as [L, K, C] and dst as [L, E, C]
-    // (L = first axis, C = last axis, the axes between flattened), and for each placement k,
-    //   dst[:, where[k].line, c] = where[k].keep * dst[:, where[k].line, c] + where[k].scale * src[:, k, c]
-    // (keep == 0 overwrites without reading dst). Lines must be distinct. The accumulator uses it to
-    // put processed readouts in place, keep = (n-1)/n and scale = 1/n keeping a running mean of lines
-    // acquired n times (averages).
-    struct LinePlacement {
-        size_t line = 0;
-        float keep = 0.f;
-        float scale = 1.f;
-    };
-    virtual void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) = 0;
-
-    // place_lines with the coil mixing of mix_last_axis folded in: src viewed as [L, K, D], dst as
-    // [L, E, C], m row-major C x D, and for each placement k
-    //   dst[:, where[k].line, c] = where[k].keep * dst[:, where[k].line, c]
-    //                              + where[k].scale * sum_d m[c * D + d] * src[:, k, d].
-    // The accumulator prewhitens each batch of readouts on its way into the buffer: one pass instead
-    // of a matrix product into a temporary and a placement.
-    virtual void mix_place_lines(const CArray& src, const std::vector<cfloat>& m,
-                                 const std::vector<LinePlacement>& where, CArray& dst) = 0;
-
-    // Centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT over the axes in
-    // `axes`, batched over all others. Forward uses exp(-i...), Inverse exp(+i...). The result is
-    // left in `x`, which may be rebound to new storage (a GPU backend transforms out of place so the
-    // centring shift can be folded into cuFFT's load): other handles to x's old storage keep the input.
-    virtual void fft(CArray& x, AxisMask axes, FFTDirection dir) = 0;
-
-    // y[..., c] = sum_d m[c * D + d] * x[..., d], contracting the last axis of x (length D) into the
-    // last axis of y (length C): coil prewhitening and coil compression.
-    virtual void mix_last_axis(const CArray& x, const std::vector<cfloat>& m, CArray& y) = 0;
+    // ---- FFT and resampling.
+    // y = centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT of x over the
+    // axes in `axes`, batched over all others. Forward uses exp(-i...), Inverse exp(+i...). y has x's
+    // shape and is the caller's (never rebound). y may be x itself (in place; on CUDA that costs one
+    // extra copy, as the centring is folded into cuFFT's loads, which must not see their own output);
+    // any other overlap is refused.
+    virtual void fft(const CArray& x, CArray& y, AxisMask axes, FFTDirection dir) = 0;
 
     // Copies the centred window of src into dst (same rank): crops where dst is smaller, zero-pads
-    // where larger. Index n/2 of each axis (the k-space / image centre) maps onto index m/2.
+    // where larger. Index n/2 of each axis (the k-space / image centre) maps onto index m/2. No
+    // overlap (a same-shape same view is a no-op).
     virtual void crop_pad_centred(const CArray& src, CArray& dst) = 0;
 
-    // y = sqrt(sum_c |x[..., c]|^2) over the last axis; y has x's shape without its last axis.
-    virtual void rss_last_axis(const CArray& x, CArray& y) = 0;
-
-    // Coil sensitivities by the adaptive method of Walsh, Gmitro & Marcellin (MRM 43:682, 2000):
-    // the dominant eigenvector of the coil correlation matrix summed over a kernel x kernel
-    // neighbourhood in (x, y), unit norm, with the phase of a reference coil (the strongest over the
-    // whole array) removed. x is [X, Y, Z..., C], every slice independent; maps has the same shape.
-    // The eigenvectors are computed exactly on a grid of spacing `stride` >= 1 in x and y (points
-    // min(i * stride, X - 1), so the image corners are grid points) and bilinearly interpolated and
-    // renormalised in between; stride 1 computes every pixel.
-    virtual void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps) = 0;
-
-    // y = sum_c conj(s_c) x_c / sum_c |s_c|^2 over the last axis (optimal combination with maps).
-    virtual void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) = 0;
-
-    // combine_last_axis(x, walsh_sensitivities(x, kernel, stride), y), without keeping the maps: a
-    // GPU interpolates them from the grid while it combines, so the full-size maps are never written
-    // and read back (2 x 17 MB for 256^2 x 32 coils).
-    virtual void walsh_combine(const CArray& x, int kernel, int stride, CArray& y) = 0;
+    // ---- BLAS-1 and pointwise primitives (complex and real). Unless said otherwise the output may
+    // be the same view as an input (in place), never a partial overlap; shapes must match (or follow
+    // the broadcasting rule above where it says so).
+    virtual void fill(CArray& x, cfloat v) = 0;
+    virtual void fill(RArray& x, float v) = 0;
+    // y = a x
+    virtual void scale(const Coef& a, const CArray& x, CArray& y) = 0;
+    virtual void scale(const Coef& a, const RArray& x, RArray& y) = 0;
+    // y += a x
+    virtual void axpy(const Coef& a, const CArray& x, CArray& y) = 0;
+    virtual void axpy(const Coef& a, const RArray& x, RArray& y) = 0;
+    // y = x + a y
+    virtual void xpay(const Coef& a, const CArray& x, CArray& y) = 0;
+    virtual void xpay(const Coef& a, const RArray& x, RArray& y) = 0;
+    // out[0] = <x, y> = sum conj(x) y (accumulated in double); out is a one-element array on this
+    // backend's device, e.g. a view into a solver's scalar block. Real arrays give a real result.
+    virtual void dot(const CArray& x, const CArray& y, CArray& out) = 0;
+    virtual void dot(const RArray& x, const RArray& y, CArray& out) = 0;
+    // out[0] = ||x||^2 (real part; imaginary part 0).
+    virtual void norm2(const CArray& x, CArray& out) = 0;
+    virtual void norm2(const RArray& x, CArray& out) = 0;
+    // out = a * b, or a * conj(b) with conj_b; b broadcast over a's trailing axes; out has a's shape
+    // and may be the same view as a (not as a broadcast b).
+    virtual void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b = false) = 0;
+    virtual void mul(const CArray& a, const RArray& b, CArray& out) = 0;
+    virtual void mul(const RArray& a, const RArray& b, RArray& out) = 0;
+    // out = a / b where b != 0, else 0; b broadcast as in mul (density weights, normalisations).
+    virtual void div(const CArray& a, const RArray& b, CArray& out) = 0;
+    virtual void div(const RArray& a, const RArray& b, RArray& out) = 0;
+    // out[i] = sum_k conj(a[i + k n]) b[i + k n], n = out.size(): a and b of one shape, out of the
+    // shape of their leading axes; the adjoint of the broadcast in mul (coil combination). out must
+    // not overlap a or b.
+    virtual void reduce_conj_mul(const CArray& a, const CArray& b, CArray& out) = 0;
+    // Soft thresholding (the proximal map of lambda ||.||_1), jointly over groups: x is seen as
+    // [n, K] with n = x.size() / joint and K = joint (the trailing axes, e.g. coils), and each row
+    // x_i = (x[i], x[i + n], ...) shrinks by its l2 norm: out_i = x_i max(1 - lambda / ||x_i||, 0).
+    // joint = 1 is the elementwise complex soft threshold.
+    virtual void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint = 1) = 0;
 };
 
 // CPU backend with `threads` worker threads (0 = all cores).

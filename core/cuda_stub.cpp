@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/backend.h"
+#include "core/linops/finite_difference_kernels.h"
 
 namespace larmor {
 
@@ -13,6 +14,19 @@ std::vector<std::string> cuda_devices() { return {}; }
 std::shared_ptr<Backend> make_cuda_backend(int device) {
     throw std::runtime_error("make_cuda_backend(" + std::to_string(device) +
                              "): this Larmor build has no CUDA backend (built without nvcc)");
+}
+
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+    throw std::runtime_error(std::string(what) + ": this Larmor build has no CUDA backend (built without nvcc)");
+}
+}  // namespace
+
+void cuda::finite_difference_forward(Backend&, const CArray&, CArray&, const DiffGeometry&) {
+    no_cuda("finite_difference_forward");
+}
+void cuda::finite_difference_adjoint(Backend&, const CArray&, CArray&, const DiffGeometry&) {
+    no_cuda("finite_difference_adjoint");
 }
 
 }  // namespace larmor

@@ -11,13 +11,13 @@
 
 #include "core/backend.h"
 #include "core/cpu/backend_checks.h"
+#include "cuda/blas1.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/complex_part.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_context.h"
 #include "cuda/fft_plans.h"
 #include "cuda/kernels.h"
-#include "cuda/line_kernels.h"
 #include "cuda/upload_ring.h"
 
 namespace larmor {
@@ -27,6 +27,9 @@ using cuda::DeviceGuard;
 
 float2* dev(CArray& a) { return reinterpret_cast<float2*>(a.data()); }
 const float2* dev(const CArray& a) { return reinterpret_cast<const float2*>(a.data()); }
+float* dev(RArray& a) { return a.data(); }
+const float* dev(const RArray& a) { return a.data(); }
+long long count(size_t n) { return static_cast<long long>(n); }
 
 cuda::Dims dims_of(const Shape& s) {
     cuda::Dims d;
@@ -56,10 +59,17 @@ public:
         : ctx_(std::make_shared<cuda::DeviceContext>(device)),
           plans_(ctx_),
           downloads_(std::make_shared<cuda::PinnedCache>(device)),
-          uploads_(device) {}
+          uploads_(device) {
+        DeviceGuard g(device);
+        // Zeroed once: the reductions' arrival counter must start at 0 (each launch leaves it at 0).
+        reduction_ = cuda::make_device_storage(ctx_, cuda::reduction_scratch_bytes(), "reduction scratch");
+        LARMOR_CUDA_CHECK(cudaMemsetAsync(reduction_->data(), 0, cuda::reduction_scratch_bytes(), ctx_->stream()),
+                          "reduction scratch");
+    }
 
     Device device() const override { return Device::Cuda; }
     cudaStream_t stream() const { return ctx_->stream(); }
+    int device_index() const { return ctx_->device(); }
 
     std::string describe() const override {
         const cudaDeviceProp& p = ctx_->props();
@@ -81,43 +91,30 @@ public:
         return a;
     }
 
+    RArray empty_real(const Shape& shape) override {
+        DeviceGuard g(ctx_->device());
+        return RArray(shape, cuda::make_device_storage(ctx_, shape.size() * sizeof(float), "real array " + shape.str()));
+    }
+
+    RArray zeros_real(const Shape& shape) override {
+        RArray a = empty_real(shape);
+        DeviceGuard g(ctx_->device());
+        if (a.bytes())
+            LARMOR_CUDA_CHECK(cudaMemsetAsync(a.data(), 0, a.bytes(), ctx_->stream()), "zeros_real " + shape.str());
+        return a;
+    }
+
     CArray host_staging(const Shape& shape) override {
         return CArray(shape, cuda::make_pinned_storage(ctx_, shape.size() * sizeof(cfloat), "staging " + shape.str()));
     }
 
-    CArray to_device(const CArray& a) override {
-        if (a.device() == Device::Cuda) {
-            check_ours(a, "to_device", "a");
-            return a;
-        }
-        DeviceGuard g(ctx_->device());
-        const std::string ctx = "upload of " + a.shape().str();
-        // Allocated and filled on the upload stream so the copy overlaps kernels already queued; the
-        // compute stream waits for it through an event, and the host waits only for the copy, after
-        // which the caller may refill its (pinned) buffer.
-        CArray d(a.shape(), cuda::make_device_storage(ctx_, a.bytes(), "array " + a.shape().str(), ctx_->upload_stream()));
-        if (a.bytes() == 0) return d;
-        Event done(ctx);
-        LARMOR_CUDA_CHECK(cudaMemcpyAsync(d.data(), a.data(), a.bytes(), cudaMemcpyHostToDevice, ctx_->upload_stream()), ctx);
-        LARMOR_CUDA_CHECK(cudaEventRecord(done.get(), ctx_->upload_stream()), ctx);
-        LARMOR_CUDA_CHECK(cudaStreamWaitEvent(ctx_->stream(), done.get(), 0), ctx);
-        LARMOR_CUDA_CHECK(cudaEventSynchronize(done.get()), ctx);
-        return d;
-    }
+    CArray to_device(const CArray& a) override { return upload(a); }
+    RArray to_device(const RArray& a) override { return upload(a); }
+    CArray to_host(const CArray& a) override { return download(a); }
+    RArray to_host(const RArray& a) override { return download(a); }
 
-    CArray to_host(const CArray& a) override {
-        if (a.device() == Device::Cpu) return a;
-        check_ours(a, "to_host", "a");
-        DeviceGuard g(ctx_->device());
-        const std::string ctx = "download of " + a.shape().str();
-        // Into page-locked memory from the backend's cache (not zeroed: the copy overwrites it); the
-        // block returns to the cache when the result's last handle goes.
-        CArray h(a.shape(), downloads_->take(a.bytes(), ctx));
-        if (a.bytes())
-            LARMOR_CUDA_CHECK(cudaMemcpyAsync(h.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()), ctx);
-        LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), ctx);
-        return h;
-    }
+    void copy(const CArray& src, CArray& dst) override { copy_any(src, dst); }
+    void copy(const RArray& src, RArray& dst) override { copy_any(src, dst); }
 
     void download_part(const CArray& x, ComplexPart part, float* out) override {
         check_ours(x, "download_part", "x");
@@ -141,6 +138,56 @@ public:
         LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), "synchronize on " + describe());
     }
 
+    // A copy into page-locked memory (the download cache) followed by an event: wait() waits for
+    // that event alone.
+    class EventRead final : public PendingRead {
+    public:
+        EventRead(std::shared_ptr<Storage> host, size_t n, int device, const std::string& what)
+            : host_(std::move(host)), n_(n), device_(device), done_(what), what_(what) {}
+        cudaEvent_t event() const { return done_.get(); }
+        void* host() const { return host_->data(); }
+        bool ready() override {
+            if (!values_.empty() || n_ == 0) return true;
+            DeviceGuard g(device_);
+            const cudaError_t e = cudaEventQuery(done_.get());
+            if (e == cudaErrorNotReady) {
+                cudaGetLastError();
+                return false;
+            }
+            LARMOR_CUDA_CHECK(e, what_);
+            return true;
+        }
+        const std::vector<cfloat>& wait() override {
+            if (values_.empty() && n_ > 0) {
+                DeviceGuard g(device_);
+                LARMOR_CUDA_CHECK(cudaEventSynchronize(done_.get()), what_);
+                const auto* p = static_cast<const cfloat*>(host_->data());
+                values_.assign(p, p + n_);
+            }
+            return values_;
+        }
+
+    private:
+        std::shared_ptr<Storage> host_;
+        size_t n_;
+        int device_;
+        Event done_;
+        std::string what_;
+        std::vector<cfloat> values_;
+    };
+
+    std::unique_ptr<PendingRead> read_async(const CArray& a) override {
+        check_ours(a, "read_async", "a");
+        DeviceGuard g(ctx_->device());
+        const std::string what = "read_async of " + a.shape().str();
+        auto read = std::make_unique<EventRead>(downloads_->take(std::max<size_t>(a.bytes(), 8), what), a.size(),
+                                                ctx_->device(), what);
+        if (a.size() == 0) return read;
+        LARMOR_CUDA_CHECK(cudaMemcpyAsync(read->host(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()), what);
+        LARMOR_CUDA_CHECK(cudaEventRecord(read->event(), ctx_->stream()), what);
+        return read;
+    }
+
     void upload_rows(const cfloat* src, size_t src_pitch, size_t row_len, size_t rows, CArray& dst,
                      size_t dst_offset, size_t dst_pitch) override {
         check_ours(dst, "upload_rows", "dst");
@@ -162,86 +209,83 @@ public:
                           what());
     }
 
-    void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) override {
-        check_ours(src, "place_lines", "src");
-        check_ours(dst, "place_lines", "dst");
-        const detail::PlaceDims d = detail::check_place_lines(src, where, dst);
-        if (where.empty() || d.l == 0 || d.c == 0) return;
-        DeviceGuard g(ctx_->device());
-        for (size_t first = 0; first < where.size(); first += cuda::kMaxPlacements) {
-            const cuda::Placements p = placements(where, first);
-            cuda::launch_place_lines(dev(src), static_cast<long long>(d.l), static_cast<long long>(d.k), dev(dst),
-                                     static_cast<long long>(d.e), static_cast<long long>(d.c), p, ctx_->stream());
-        }
-    }
-
-    void mix_place_lines(const CArray& src, const std::vector<cfloat>& m, const std::vector<LinePlacement>& where,
-                         CArray& dst) override {
-        check_ours(src, "mix_place_lines", "src");
-        check_ours(dst, "mix_place_lines", "dst");
-        const detail::MixPlaceDims d = detail::check_mix_place_lines(src, m.size(), where, dst);
-        if (where.empty() || d.l == 0 || d.c == 0) return;
-        DeviceGuard g(ctx_->device());
-        const CArray& md =
-            device_matrix(m, [&] { return "mix_place_lines src " + src.shape().str() + " -> dst " + dst.shape().str(); });
-        for (size_t first = 0; first < where.size(); first += cuda::kMaxPlacements) {
-            const cuda::Placements p = placements(where, first);
-            cuda::launch_mix_place_lines(dev(src), static_cast<long long>(d.l), static_cast<long long>(d.k),
-                                         static_cast<long long>(d.d), dev(md), dev(dst), static_cast<long long>(d.e),
-                                         static_cast<long long>(d.c), p, ctx_->stream());
-        }
-    }
-
-    // Out of place, always (whatever the centring, cuda/fft_plans.h): the result goes to fresh memory
-    // from the session's stream-ordered pool and x is rebound to it, so the shifted load callback may
-    // read any input element and other handles to x's old storage keep the input. The old block
-    // returns to the pool, stream-ordered, when its last handle goes (the next call's output, of the
-    // same size, is typically that block again).
-    void fft(CArray& x, AxisMask axes, FFTDirection dir) override {
+    // cuFFT runs out of place, always (whatever the centring, cuda/fft_plans.h): the shifted load
+    // callback may read any input element, so it must not see its own output. In place (y == x) the
+    // transform goes to a block of the session's cache and is copied back.
+    void fft(const CArray& x, CArray& y, AxisMask axes, FFTDirection dir) override {
         check_ours(x, "fft", "x");
+        check_ours(y, "fft", "y");
+        detail::check_same_shape(x, "x", y, "y", "fft");
+        detail::check_in_place_or_disjoint(y, "y", x, "x", "fft");
         const AxisMask live = detail::check_fft_axes(x.shape(), axes);
-        if (live == 0 || x.size() == 0) return;
-        DeviceGuard g(ctx_->device());
-        CArray y(x.shape(), cuda::make_device_storage(ctx_, x.bytes(), "fft output " + x.shape().str()));
-        std::shared_ptr<Storage> scratch;  // released (stream-ordered) after the queued transform
-        plans_.execute(dev(x), dev(y), x.shape(), live, dir, [&] {
-            scratch = cuda::make_device_storage(ctx_, x.bytes(), "fft scratch " + x.shape().str());
-            return static_cast<float2*>(scratch->data());
-        });
-        x = std::move(y);
-    }
-
-    void mix_last_axis(const CArray& x, const std::vector<cfloat>& m, CArray& y) override {
-        check_ours(x, "mix_last_axis", "x");
-        check_ours(y, "mix_last_axis", "y");
-        const detail::MixDims d = detail::check_mix(x, m.size(), y);
-        if (d.n == 0 || d.c == 0) return;
-        DeviceGuard g(ctx_->device());
-        const std::string ctx = "mix_last_axis x " + x.shape().str() + " -> y " + y.shape().str();
-        if (d.d == 0) {
-            LARMOR_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y.bytes(), ctx_->stream()), ctx);
+        if (x.size() == 0) return;
+        if (live == 0) {
+            copy(x, y);
             return;
         }
-        const CArray& md = device_matrix(m, [&] { return ctx; });
-        const cuComplex one = make_cuComplex(1.f, 0.f), zero = make_cuComplex(0.f, 0.f);
-        const auto n = static_cast<int64_t>(d.n), c = static_cast<int64_t>(d.c), k = static_cast<int64_t>(d.d);
-        std::lock_guard<std::mutex> lock(ctx_->library_mutex());
-        // y (N x C) = x (N x D) * m^T, m^T being m's row-major C x D read column-major (D x C)
-        LARMOR_CUBLAS_CHECK(cublasCgemm_64(ctx_->blas(), CUBLAS_OP_N, CUBLAS_OP_N, n, c, k, &one,
-                                           reinterpret_cast<const cuComplex*>(x.data()), n,
-                                           reinterpret_cast<const cuComplex*>(md.data()), k, &zero,
-                                           reinterpret_cast<cuComplex*>(y.data()), n),
-                            ctx);
+        DeviceGuard g(ctx_->device());
+        std::shared_ptr<Storage> scratch;  // released (stream-ordered) after the queued transform
+        auto make_scratch = [&] {
+            scratch = cuda::make_device_storage(ctx_, x.bytes(), "fft scratch " + x.shape().str());
+            return static_cast<float2*>(scratch->data());
+        };
+        if (!same_view(x, y)) {
+            plans_.execute(dev(x), dev(y), x.shape(), live, dir, make_scratch);
+            return;
+        }
+        CArray out(x.shape(), cuda::make_device_storage(ctx_, x.bytes(), "in-place fft output " + x.shape().str()));
+        plans_.execute(dev(x), dev(out), x.shape(), live, dir, make_scratch);
+        LARMOR_CUDA_CHECK(cudaMemcpyAsync(y.data(), out.data(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()),
+                          "in-place fft copy-back " + x.shape().str());
+    }
+
+    // ---- BLAS-1 and pointwise
+    void fill(CArray& x, cfloat v) override { fill_any(x, make_float2(v.real(), v.imag()), v == cfloat(0.f, 0.f)); }
+    void fill(RArray& x, float v) override { fill_any(x, v, v == 0.f); }
+    void scale(const Coef& a, const CArray& x, CArray& y) override { blas1(cuda::Blas1::Scale, a, x, y, "scale"); }
+    void scale(const Coef& a, const RArray& x, RArray& y) override { blas1(cuda::Blas1::Scale, a, x, y, "scale"); }
+    void axpy(const Coef& a, const CArray& x, CArray& y) override { blas1(cuda::Blas1::Axpy, a, x, y, "axpy"); }
+    void axpy(const Coef& a, const RArray& x, RArray& y) override { blas1(cuda::Blas1::Axpy, a, x, y, "axpy"); }
+    void xpay(const Coef& a, const CArray& x, CArray& y) override { blas1(cuda::Blas1::Xpay, a, x, y, "xpay"); }
+    void xpay(const Coef& a, const RArray& x, RArray& y) override { blas1(cuda::Blas1::Xpay, a, x, y, "xpay"); }
+    void dot(const CArray& x, const CArray& y, CArray& out) override { reduction(x, y, out, "dot"); }
+    void dot(const RArray& x, const RArray& y, CArray& out) override { reduction(x, y, out, "dot"); }
+    void norm2(const CArray& x, CArray& out) override { reduction(x, x, out, "norm2"); }
+    void norm2(const RArray& x, CArray& out) override { reduction(x, x, out, "norm2"); }
+
+    void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b) override {
+        pointwise(conj_b ? cuda::Pointwise::MulConj : cuda::Pointwise::Mul, a, b, out, "mul");
+    }
+    void mul(const CArray& a, const RArray& b, CArray& out) override { pointwise(cuda::Pointwise::Mul, a, b, out, "mul"); }
+    void mul(const RArray& a, const RArray& b, RArray& out) override { pointwise(cuda::Pointwise::Mul, a, b, out, "mul"); }
+    void div(const CArray& a, const RArray& b, CArray& out) override { pointwise(cuda::Pointwise::Div, a, b, out, "div"); }
+    void div(const RArray& a, const RArray& b, RArray& out) override { pointwise(cuda::Pointwise::Div, a, b, out, "div"); }
+
+    void reduce_conj_mul(const CArray& a, const CArray& b, CArray& out) override {
+        check_ours(a, "reduce_conj_mul", "a");
+        check_ours(b, "reduce_conj_mul", "b");
+        check_ours(out, "reduce_conj_mul", "out");
+        detail::check_reduce(a, b, out);
+        if (out.size() == 0) return;
+        DeviceGuard g(ctx_->device());
+        cuda::launch_reduce_conj_mul(dev(a), dev(b), count(out.size()), count(a.size() / out.size()), dev(out),
+                                     ctx_->stream());
+    }
+
+    void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint) override {
+        check_ours(x, "soft_threshold", "x");
+        check_ours(out, "soft_threshold", "out");
+        detail::check_soft_threshold(lambda, x, out, joint);
+        DeviceGuard g(ctx_->device());
+        cuda::launch_soft_threshold(lambda, dev(x), dev(out), count(x.size() / joint), count(joint), ctx_->stream());
     }
 
     void crop_pad_centred(const CArray& src, CArray& dst) override {
         check_ours(src, "crop_pad_centred", "src");
         check_ours(dst, "crop_pad_centred", "dst");
         detail::check_crop_pad(src, dst);
-        if (detail::same_storage(src, dst)) {
-            if (src.shape() == dst.shape()) return;
-            throw std::invalid_argument("crop_pad_centred: dst " + dst.shape().str() + " aliases src " + src.shape().str());
-        }
+        if (same_view(src, dst) && src.shape() == dst.shape()) return;
+        detail::check_disjoint(dst, "dst", src, "src", "crop_pad_centred");
         DeviceGuard g(ctx_->device());
         const std::string ctx = "crop_pad_centred " + src.shape().str() + " -> " + dst.shape().str();
         if (src.shape() == dst.shape() || dst.shape().rank() == 0) {  // plain copy
@@ -258,99 +302,123 @@ public:
         cuda::launch_crop_pad(dev(src), dims_of(src.shape()), dev(dst), dims_of(dst.shape()), ctx_->stream());
     }
 
-    void rss_last_axis(const CArray& x, CArray& y) override {
-        check_ours(x, "rss_last_axis", "x");
-        check_ours(y, "rss_last_axis", "y");
-        detail::check_reduced(x, y, "rss_last_axis");
-        DeviceGuard g(ctx_->device());
-        const long long pixels = static_cast<long long>(y.size());
-        cuda::launch_rss(dev(x), pixels, pixels ? static_cast<long long>(x.size()) / pixels : 0, dev(y), ctx_->stream());
-    }
-
-    void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps) override {
-        check_ours(x, "walsh_sensitivities", "x");
-        check_ours(maps, "walsh_sensitivities", "maps");
-        detail::check_walsh(x, kernel, stride, maps);
-        if (x.size() == 0) return;
-        const cuda::WalshDims d = walsh_dims(x, kernel, stride, "walsh_sensitivities");
-        DeviceGuard g(ctx_->device());
-        auto scratch = cuda::make_device_storage(ctx_, cuda::walsh_scratch_bytes(d),
-                                                 "walsh scratch for " + x.shape().str() + " stride " + std::to_string(stride));
-        cuda::launch_walsh(dev(x), d, scratch->data(), dev(maps), ctx_->stream());
-    }
-
-    void walsh_combine(const CArray& x, int kernel, int stride, CArray& y) override {
-        check_ours(x, "walsh_combine", "x");
-        check_ours(y, "walsh_combine", "y");
-        detail::check_walsh_combine(x, kernel, stride, y);
-        if (x.size() == 0) return;
-        const cuda::WalshDims d = walsh_dims(x, kernel, stride, "walsh_combine");
-        DeviceGuard g(ctx_->device());
-        auto scratch = cuda::make_device_storage(ctx_, cuda::walsh_combine_scratch_bytes(d),
-                                                 "walsh scratch for " + x.shape().str() + " stride " + std::to_string(stride));
-        cuda::launch_walsh_combine(dev(x), d, scratch->data(), dev(y), ctx_->stream());
-    }
-
-    void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) override {
-        check_ours(x, "combine_last_axis", "x");
-        check_ours(maps, "combine_last_axis", "maps");
-        check_ours(y, "combine_last_axis", "y");
-        detail::check_combine(x, maps, y);
-        DeviceGuard g(ctx_->device());
-        const long long pixels = static_cast<long long>(y.size());
-        cuda::launch_combine(dev(x), dev(maps), pixels, pixels ? static_cast<long long>(x.size()) / pixels : 0, dev(y),
-                             ctx_->stream());
-    }
-
 private:
-    // Sizes for the Walsh kernels of x [X, Y, Z..., C] (non-empty); at most kWalshMaxCoils coils.
-    static cuda::WalshDims walsh_dims(const CArray& x, int kernel, int stride, const char* op) {
-        const Shape& s = x.shape();
-        const size_t nc = s[s.rank() - 1];
-        if (nc > static_cast<size_t>(cuda::kWalshMaxCoils))
-            throw std::invalid_argument(std::string(op) + ": " + std::to_string(nc) + " coils in " + s.str() +
-                                        " exceed the CUDA kernel's limit of " + std::to_string(cuda::kWalshMaxCoils) +
-                                        " (compress coils first)");
-        const size_t slices = x.size() / (s[0] * s[1] * nc);
-        return cuda::WalshDims{static_cast<long long>(s[0]), static_cast<long long>(s[1]), static_cast<long long>(slices),
-                               static_cast<int>(nc), kernel, stride};
-    }
-
-    // Kernel parameters for placements first .. first + kMaxPlacements - 1.
-    static cuda::Placements placements(const std::vector<LinePlacement>& where, size_t first) {
-        cuda::Placements p;
-        p.count = static_cast<int>(std::min<size_t>(cuda::kMaxPlacements, where.size() - first));
-        p.first = static_cast<long long>(first);
-        for (int q = 0; q < p.count; ++q) {
-            const LinePlacement& w = where[first + static_cast<size_t>(q)];
-            p.line[q] = static_cast<long long>(w.line);
-            p.keep[q] = w.keep;
-            p.scale[q] = w.scale;
+    template <class T>
+    Array<T> upload(const Array<T>& a) {
+        if (a.device() == Device::Cuda) {
+            check_ours(a, "to_device", "a");
+            return a;
         }
-        return p;
+        DeviceGuard g(ctx_->device());
+        const std::string ctx = "upload of " + a.shape().str();
+        // Allocated and filled on the upload stream so the copy overlaps kernels already queued; the
+        // compute stream waits for it through an event, and the host waits only for the copy, after
+        // which the caller may refill its (pinned) buffer.
+        Array<T> d(a.shape(), cuda::make_device_storage(ctx_, a.bytes(), "array " + a.shape().str(), ctx_->upload_stream()));
+        if (a.bytes() == 0) return d;
+        Event done(ctx);
+        LARMOR_CUDA_CHECK(cudaMemcpyAsync(d.data(), a.data(), a.bytes(), cudaMemcpyHostToDevice, ctx_->upload_stream()), ctx);
+        LARMOR_CUDA_CHECK(cudaEventRecord(done.get(), ctx_->upload_stream()), ctx);
+        LARMOR_CUDA_CHECK(cudaStreamWaitEvent(ctx_->stream(), done.get(), 0), ctx);
+        LARMOR_CUDA_CHECK(cudaEventSynchronize(done.get()), ctx);
+        return d;
     }
 
-    // A session mixes with the same matrix (its prewhitener) for every batch of readouts: the device
-    // copy is kept and reused while the host matrix is unchanged (compared by value, ~1 µs for 32x32),
-    // instead of going up from pageable memory on every call.
-    // `what` names the operation in errors (called only when the matrix goes up).
-    template <class What>
-    const CArray& device_matrix(const std::vector<cfloat>& m, const What& what) {
-        if (mix_dev_.empty() || m != mix_host_) {
-            const std::string ctx = what();
-            CArray md({m.size()}, cuda::make_device_storage(ctx_, m.size() * sizeof(cfloat), "mixing matrix of " + ctx));
-            // Through the stream (pageable source: the call returns once it is staged), so the matrix
-            // it replaces is released only after the work queued before.
-            LARMOR_CUDA_CHECK(cudaMemcpyAsync(md.data(), m.data(), m.size() * sizeof(cfloat), cudaMemcpyHostToDevice,
-                                              ctx_->stream()),
-                              ctx);
-            mix_host_ = m;
-            mix_dev_ = md;
-        }
-        return mix_dev_;
+    template <class T>
+    Array<T> download(const Array<T>& a) {
+        if (a.device() == Device::Cpu) return a;
+        check_ours(a, "to_host", "a");
+        DeviceGuard g(ctx_->device());
+        const std::string ctx = "download of " + a.shape().str();
+        // Into page-locked memory from the backend's cache (not zeroed: the copy overwrites it); the
+        // block returns to the cache when the result's last handle goes.
+        Array<T> h(a.shape(), downloads_->take(a.bytes(), ctx));
+        if (a.bytes())
+            LARMOR_CUDA_CHECK(cudaMemcpyAsync(h.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()), ctx);
+        LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), ctx);
+        return h;
     }
 
-    void check_ours(const CArray& a, const char* op, const char* name) const {
+    // Any direction between the host and this device, queued on the compute stream. A pageable host
+    // destination makes the call wait (the driver copies through a staging buffer).
+    template <class T>
+    void copy_any(const Array<T>& src, Array<T>& dst) {
+        if (src.device() == Device::Cuda) check_ours(src, "copy", "src");
+        if (dst.device() == Device::Cuda) check_ours(dst, "copy", "dst");
+        detail::check_copy_sizes(src.size(), dst.size(), src.shape(), dst.shape());
+        if (same_view(src, dst) || src.size() == 0) return;
+        detail::check_disjoint(dst, "dst", src, "src", "copy");
+        DeviceGuard g(ctx_->device());
+        const std::string what = "copy of " + src.shape().str();
+        LARMOR_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, ctx_->stream()), what);
+        if (dst.device() == Device::Cpu) LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), what);
+    }
+
+    template <class T, class V>
+    void fill_any(Array<T>& x, V v, bool zero) {
+        check_ours(x, "fill", "x");
+        if (x.size() == 0) return;
+        DeviceGuard g(ctx_->device());
+        if (zero)
+            LARMOR_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x.bytes(), ctx_->stream()), "fill " + x.shape().str());
+        else
+            cuda::launch_fill(dev(x), count(x.size()), v, ctx_->stream());
+    }
+
+    cuda::DevCoef coefficient(const Coef& a, const char* op) const {
+        detail::check_coef(a, Device::Cuda, op);
+        if (a.num.storage()) check_ours(a.num, op, "coefficient numerator");
+        if (a.den.storage()) check_ours(a.den, op, "coefficient denominator");
+        cuda::DevCoef c;
+        c.value = make_float2(a.value.real(), a.value.imag());
+        c.num = a.num.storage() ? dev(a.num) : nullptr;
+        c.den = a.den.storage() ? dev(a.den) : nullptr;
+        return c;
+    }
+
+    template <class T>
+    void blas1(cuda::Blas1 op, const Coef& a, const Array<T>& x, Array<T>& y, const char* name) {
+        check_ours(x, name, "x");
+        check_ours(y, name, "y");
+        detail::check_same_shape(x, "x", y, "y", name);
+        detail::check_in_place_or_disjoint(y, "y", x, "x", name);
+        const cuda::DevCoef c = coefficient(a, name);
+        DeviceGuard g(ctx_->device());
+        cuda::launch_blas1(op, c, dev(x), dev(y), count(x.size()), ctx_->stream());
+    }
+
+    template <class T>
+    void reduction(const Array<T>& x, const Array<T>& y, CArray& out, const char* name) {
+        check_ours(x, name, "x");
+        check_ours(y, name, "y");
+        check_ours(out, name, "out");
+        detail::check_same_shape(x, "x", y, "y", name);
+        detail::check_scalar_out(out, name);
+        DeviceGuard g(ctx_->device());
+        cuda::launch_dot(dev(x), dev(y), count(x.size()), dev(out), cuda::reduction_scratch_at(reduction_->data()),
+                         ctx_->stream());
+    }
+
+    template <class A, class B>
+    void pointwise(cuda::Pointwise op, const Array<A>& a, const Array<B>& b, Array<A>& out, const char* name) {
+        check_ours(a, name, "a");
+        check_ours(b, name, "b");
+        check_ours(out, name, "out");
+        detail::check_same_shape(a, "a", out, "out", name);
+        detail::check_broadcast(a, b, name);
+        detail::check_in_place_or_disjoint(out, "out", a, "a", name);
+        if (b.size() == a.size())
+            detail::check_in_place_or_disjoint(out, "out", b, "b", name);
+        else
+            detail::check_disjoint(out, "out", b, "b", name);
+        if (a.size() == 0) return;
+        if (b.size() == 0) throw std::invalid_argument(std::string(name) + ": b " + b.shape().str() + " is empty");
+        DeviceGuard g(ctx_->device());
+        cuda::launch_pointwise(op, dev(a), dev(b), count(b.size()), dev(out), count(a.size()), ctx_->stream());
+    }
+
+    template <class T>
+    void check_ours(const Array<T>& a, const char* op, const char* name) const {
         detail::check_device(a, Device::Cuda, op, name);
         detail::check_allocated(a, op, name);
         if (a.storage()) {
@@ -364,11 +432,10 @@ private:
     }
 
     std::shared_ptr<cuda::DeviceContext> ctx_;
+    std::shared_ptr<Storage> reduction_;  // cuda::ReductionScratch of dot and norm2
     cuda::CufftPlanCache plans_;
     std::shared_ptr<cuda::PinnedCache> downloads_;  // shared with the arrays to_host returns
     cuda::UploadRing uploads_;                      // staging of upload_rows
-    std::vector<cfloat> mix_host_;  // the last mixing matrix, and its copy on the device
-    CArray mix_dev_;
 };
 
 int device_count() {
@@ -387,6 +454,12 @@ cudaStream_t cuda::backend_stream(Backend& b) {
     auto* c = dynamic_cast<CudaBackend*>(&b);
     if (!c) throw std::invalid_argument("backend_stream: backend " + b.describe() + " is not a CUDA backend");
     return c->stream();
+}
+
+int cuda::backend_device(Backend& b) {
+    auto* c = dynamic_cast<CudaBackend*>(&b);
+    if (!c) throw std::invalid_argument("backend_device: backend " + b.describe() + " is not a CUDA backend");
+    return c->device_index();
 }
 
 bool cuda_available() {

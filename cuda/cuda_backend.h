@@ -1,6 +1,8 @@
 #pragma once
-// Internal access to a CUDA backend for benchmarks and tests in CUDA builds: the stream it queues
-// its work on (to time it with CUDA events, or order foreign kernels after it).
+// Internal access to a CUDA backend in CUDA builds, for the kernels that operators and gadgets bring
+// with them (finite differences, NUFFT, Walsh maps...), benchmarks and tests: the stream it queues
+// its work on (their kernels go there, so they are ordered with the backend's own work; benchmarks
+// time it with CUDA events) and its device.
 #include <cuda_runtime.h>
 
 #include "core/backend.h"
@@ -9,5 +11,6 @@ namespace larmor::cuda {
 
 // Throws std::invalid_argument when `b` is not a CUDA backend.
 cudaStream_t backend_stream(Backend& b);
+int backend_device(Backend& b);
 
 }  // namespace larmor::cuda

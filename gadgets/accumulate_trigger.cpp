@@ -1,15 +1,15 @@
 // AccumulateTrigger (Gadgetron's AccumulatorGadget / AcquisitionAccumulateTriggerGadget +
 // BucketToBufferGadget): places Cartesian readouts into [RO, E1, E2, CH] k-space buffers, one per
-// (encoding space, slice, contrast, phase, repetition, set[, average]), and emits a KSpaceBuffer when
-// a trigger fires.
+// (encoding space, slice, contrast, phase, repetition, set[, average]), and emits a ReconBuffer (the
+// imaging k-space with its calibration lines) when a trigger fires.
 //
 // Placement: line kspace_encode_step_1 goes to index step + E1/2 - centre (encodingLimits centre), so
 // the k-space centre sits at E1/2 as the centred FFT expects and partial Fourier is zero-filled on the
 // unsampled side; E2 likewise. An asymmetric echo is placed so that center_sample lands at RO/2.
 // Repeated readouts of the same line (averages, unless average is the trigger dimension) are averaged.
 //
-// Pending line operations (noise prewhitening, readout oversampling removal) are applied on the
-// session backend to batches of readouts as they arrive (see Buffer).
+// Pending line operations (noise prewhitening, readout oversampling removal: PendingAcquisition) are
+// applied on the session backend to batches of readouts as they arrive (see Buffer).
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -20,7 +20,9 @@
 
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
+#include "gadgets/kernels/line_placement.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/typed_gadget.h"
 
 namespace larmor {
 namespace {
@@ -60,6 +62,25 @@ std::optional<uint16_t> counter(const ISMRMRD::ISMRMRD_EncodingCounters& idx, co
     }
 }
 
+// The prewhitening matrix on the backend. NoiseAdjust hands every acquisition of a session the same
+// matrix (one shared_ptr), so it goes up once per session, not once per buffer.
+class MixMatrix {
+public:
+    const CArray& on(Backend& be, const std::shared_ptr<const std::vector<cfloat>>& m) {
+        if (m != host_ && (!host_ || !m || *m != *host_)) {
+            CArray h = CArray::host({m->size()});
+            std::copy(m->begin(), m->end(), h.data());
+            device_ = be.to_device(h);
+            host_ = m;
+        }
+        return device_;
+    }
+
+private:
+    std::shared_ptr<const std::vector<cfloat>> host_;
+    CArray device_;
+};
+
 // One k-space buffer being filled. Readouts go to the session backend as they arrive, into a batch
 // of kBatchLines slots; a full batch gets the pending line operations as a whole (readout FFT, crop
 // to the centre half of the FOV, FFT back; then prewhitening, folded into the placement into the
@@ -73,18 +94,18 @@ public:
 
     bool empty() const { return lines_ == 0; }
 
-    void add(const Acquisition& a, const EncodingGeometry& g, Backend& be) {
+    void add(const Acquisition& a, const LineOps& ops, const EncodingGeometry& g, Backend& be, MixMatrix& mix) {
         const size_t ns = a.head.number_of_samples;
         const size_t ch = a.head.active_channels;
-        if (empty()) init(a, g, be);
+        if (empty()) init(a, ops, g, be, mix);
         if (ch != channels_)
             throw std::runtime_error("AccumulateTrigger: " + std::to_string(ch) +
                                      " channels, but earlier readouts of this buffer have " +
                                      std::to_string(channels_) + scan(a));
-        if (a.pending.remove_ro_oversampling != ops_.remove_ro_oversampling || !same_mix(a.pending.coil_mix))
+        if (ops.remove_ro_oversampling != ops_.remove_ro_oversampling || !same_mix(ops.coil_mix))
             throw std::runtime_error("AccumulateTrigger: the pending line operations (noise prewhitening, readout "
                                      "oversampling removal) changed within one buffer" + scan(a));
-        if (ro_for(a, g) != ro_)
+        if (ro_for(a, ops, g) != ro_)
             throw std::runtime_error("AccumulateTrigger: readout of " + std::to_string(ns) +
                                      " samples does not fit the buffer's readout length " + std::to_string(ro_) +
                                      scan(a));
@@ -107,7 +128,7 @@ public:
         const bool partial = ns != ro_;
         if (partial && !batch_zero_) {
             flush(be);
-            batch_ = be.zeros(batch_.shape());
+            be.fill(batch_, cfloat(0.f, 0.f));
             batch_zero_ = true;
         }
         const size_t slot = batch_lines_.size();
@@ -118,27 +139,27 @@ public:
         if (batch_lines_.size() == kBatchLines) flush(be);
     }
 
-    // Processes the last batch and hands the buffer over.
-    KSpaceBuffer take(Backend& be, bool calibration_only) {
+    // Processes the last batch and hands the k-space over; `geometry` receives the buffer's geometry
+    // (the encoded readout shrinks when oversampling was removed).
+    KSpace take(Backend& be, EncodingGeometry& geometry) {
         flush(be);
-        KSpaceBuffer kb;
-        kb.geometry = geometry_;
-        kb.reference = reference_;
-        kb.calibration_only = calibration_only;
-        kb.sampled.resize(counts_.size());
-        for (size_t i = 0; i < counts_.size(); ++i) kb.sampled[i] = counts_[i] > 0 ? 1 : 0;
-        if (ops_.remove_ro_oversampling) halve_readout_header(kb.reference);
-        if (ops_.coil_mix) kb.reference.active_channels = uint16_t(data_.shape()[3]);
+        KSpace k;
+        k.reference = reference_;
+        k.sampled.resize(counts_.size());
+        for (size_t i = 0; i < counts_.size(); ++i) k.sampled[i] = counts_[i] > 0 ? 1 : 0;
+        if (ops_.remove_ro_oversampling) halve_readout_header(k.reference);
+        if (ops_.coil_mix) k.reference.active_channels = uint16_t(data_.shape()[3]);
+        geometry = geometry_;
         // The buffer's readout may be shorter than the header's encoded matrix (oversampling removed
         // here or upstream): the encoded FOV shrinks with it.
         const size_t ro_out = data_.shape()[0];
-        if (ro_out != kb.geometry.encoded_matrix[0]) {
-            kb.geometry.encoded_fov[0] *= float(ro_out) / float(kb.geometry.encoded_matrix[0]);
-            kb.geometry.encoded_matrix[0] = uint16_t(ro_out);
+        if (ro_out != geometry.encoded_matrix[0]) {
+            geometry.encoded_fov[0] *= float(ro_out) / float(geometry.encoded_matrix[0]);
+            geometry.encoded_matrix[0] = uint16_t(ro_out);
         }
-        kb.data = data_;
+        k.data = data_;
         *this = Buffer{};
-        return kb;
+        return k;
     }
 
 private:
@@ -146,24 +167,23 @@ private:
     // transformed even when it is not full, so the FFT plans keep one shape; unused slots are not placed.
     void flush(Backend& be) {
         if (batch_lines_.empty()) return;
-        CArray x = batch_;
+        const CArray* x = &batch_;
         if (ops_.remove_ro_oversampling) {
-            be.fft(x, 1u, FFTDirection::Inverse);  // rebinds x: batch_ keeps the uploaded readouts
-            CArray y = be.empty({ro_ / 2, kBatchLines, channels_});
-            be.crop_pad_centred(x, y);
-            be.fft(y, 1u, FFTDirection::Forward);
-            x = y;
+            be.fft(batch_, ro_image_, 1u, FFTDirection::Inverse);
+            be.crop_pad_centred(ro_image_, half_image_);
+            be.fft(half_image_, half_kspace_, 1u, FFTDirection::Forward);
+            x = &half_kspace_;
         }
-        std::vector<Backend::LinePlacement> where(batch_lines_.size());
+        std::vector<kernels::LinePlacement> where(batch_lines_.size());
         for (size_t k = 0; k < where.size(); ++k) {
             // Running mean over repeated acquisitions of a line: n-th copy weighs 1/n.
             const float n = float(counts_[batch_lines_[k]]);
             where[k] = {batch_lines_[k], (n - 1.0f) / n, 1.0f / n};
         }
         if (ops_.coil_mix)
-            be.mix_place_lines(x, *ops_.coil_mix, where, data_);  // prewhitening on the way in
+            kernels::mix_place_lines(be, *x, mix_, where, data_);  // prewhitening on the way in
         else
-            be.place_lines(x, where, data_);
+            kernels::place_lines(be, *x, where, data_);
         batch_lines_.clear();
         batch_zero_ = false;  // the slots now hold the readouts just placed
     }
@@ -184,24 +204,31 @@ private:
     // header says the readout is oversampled and a line-wise gadget upstream already removed the
     // oversampling (no pending request; the line is no longer than half the matrix, which a raw
     // readout never is: even an asymmetric echo keeps more than half of the samples).
-    static size_t ro_for(const Acquisition& a, const EncodingGeometry& g) {
+    static size_t ro_for(const Acquisition& a, const LineOps& ops, const EncodingGeometry& g) {
         const size_t enc = g.encoded_matrix[0];
         const bool oversampled = g.encoded_matrix[0] != g.recon_matrix[0];
-        if (oversampled && !a.pending.remove_ro_oversampling && a.head.number_of_samples <= enc / 2) return enc / 2;
+        if (oversampled && !ops.remove_ro_oversampling && a.head.number_of_samples <= enc / 2) return enc / 2;
         return enc;
     }
 
-    void init(const Acquisition& a, const EncodingGeometry& g, Backend& be) {
+    void init(const Acquisition& a, const LineOps& ops, const EncodingGeometry& g, Backend& be, MixMatrix& mix) {
         channels_ = a.head.active_channels;
-        ops_ = a.pending;
+        ops_ = ops;
         geometry_ = g;
-        ro_ = ro_for(a, g);
+        ro_ = ro_for(a, ops, g);
         e1_ = g.encoded_matrix[1];
         e2_ = g.encoded_matrix[2];
         const size_t ro_out = ops_.remove_ro_oversampling ? ro_ / 2 : ro_;
         const size_t ch_out = ops_.coil_mix ? mixed_channels(ops_.coil_mix->size(), channels_) : channels_;
         data_ = be.zeros({ro_out, e1_, e2_, ch_out});  // unsampled lines stay zero
         batch_ = be.zeros({ro_, kBatchLines, channels_});
+        // Workspaces of the line operations, for every batch of the buffer (no allocation per batch).
+        if (ops_.remove_ro_oversampling) {
+            ro_image_ = be.empty({ro_, kBatchLines, channels_});
+            half_image_ = be.empty({ro_ / 2, kBatchLines, channels_});
+            half_kspace_ = be.empty({ro_ / 2, kBatchLines, channels_});
+        }
+        if (ops_.coil_mix) mix_ = mix.on(be, ops_.coil_mix);
         batch_zero_ = true;
         counts_.assign(e1_ * e2_, 0);
     }
@@ -228,9 +255,11 @@ private:
 
     size_t ro_ = 0, e1_ = 0, e2_ = 0, channels_ = 0, lines_ = 0;
     EncodingGeometry geometry_;
-    PendingLineOps ops_;
+    LineOps ops_;
     CArray data_;                    // [RO out, E1, E2, CH out] on the backend: the k-space buffer
     CArray batch_;                   // [RO, kBatchLines, CH] on the backend: readouts awaiting their line ops
+    CArray ro_image_, half_image_, half_kspace_;  // readout oversampling removal of a batch
+    CArray mix_;                     // the coil mixing matrix on the backend
     bool batch_zero_ = false;        // batch_ slots not yet written since zeroed
     std::vector<size_t> batch_lines_;  // buffer line of each filled slot
     std::vector<uint16_t> counts_;   // readouts acquired per (E1, E2) line
@@ -244,7 +273,7 @@ struct Slot {
     Buffer calibration;
 };
 
-class AccumulateTriggerGadget final : public Gadget {
+class AccumulateTriggerGadget final : public TypedGadget<Acquisition, PendingAcquisition> {
 public:
     explicit AccumulateTriggerGadget(const config::AccumulateTrigger& cfg) : cfg_(cfg) {}
 
@@ -258,32 +287,33 @@ public:
         geometries_[0] = first;
     }
 
-    bool handles_pending_line_ops() const override { return true; }
+    void process(Acquisition& a, Emitter& out) override { accumulate(a, LineOps{}, out); }
 
-    void process(Message msg, Emitter& out) override {
-        auto* a = std::get_if<Acquisition>(&msg);
-        if (!a) return out.emit(std::move(msg));
-        if (a->flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return;
-
-        const auto dim = cfg_.trigger();
-        if (auto v = counter(a->head.idx, dim)) {
-            if (last_counter_ && *last_counter_ != *v) emit_all(out);
-            last_counter_ = v;
-        }
-
-        if (cfg_.keep_special_lines() || !is_special(*a)) add(*a);
-
-        if (dim == config::TRIGGER_AUTO) {
-            if (a->flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION) || a->flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT))
-                emit_all(out);
-            else if (a->flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE))
-                emit_key(key_of(*a), out);
-        }
-    }
+    // Taken as it is: the line operations are applied here in batches (see Buffer).
+    void process(PendingAcquisition& p, Emitter& out) override { accumulate(p.acq, p.ops, out); }
 
     void finish(Emitter& out) override { emit_all(out); }
 
 private:
+    void accumulate(const Acquisition& a, const LineOps& ops, Emitter& out) {
+        if (a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return;
+
+        const auto dim = cfg_.trigger();
+        if (auto v = counter(a.head.idx, dim)) {
+            if (last_counter_ && *last_counter_ != *v) emit_all(out);
+            last_counter_ = v;
+        }
+
+        if (cfg_.keep_special_lines() || !is_special(a)) add(a, ops);
+
+        if (dim == config::TRIGGER_AUTO) {
+            if (a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION) || a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT))
+                emit_all(out);
+            else if (a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE))
+                emit_key(key_of(a), out);
+        }
+    }
+
     const EncodingGeometry& geometry(size_t index) {
         if (index >= geometries_.size())
             throw std::runtime_error("AccumulateTrigger: encoding_space_ref " + std::to_string(index) +
@@ -299,7 +329,7 @@ private:
         return {a.head.encoding_space_ref, i.slice, i.contrast, i.phase, i.repetition, i.set, average};
     }
 
-    void add(const Acquisition& a) {
+    void add(const Acquisition& a, const LineOps& ops) {
         const EncodingGeometry& g = geometry(a.head.encoding_space_ref);
         const size_t ch = a.head.active_channels;
         if (ch == 0 || ch > kMaxChannels)
@@ -319,8 +349,8 @@ private:
         if (calibration && !cfg_.emit_calibration()) return;  // calibration-only line, not wanted
 
         Slot& slot = slot_for(key_of(a));
-        if (!calibration || both) slot.imaging.add(a, g, *backend_);
-        if (cfg_.emit_calibration() && (calibration || both)) slot.calibration.add(a, g, *backend_);
+        if (!calibration || both) slot.imaging.add(a, ops, g, *backend_, mix_);
+        if (cfg_.emit_calibration() && (calibration || both)) slot.calibration.add(a, ops, g, *backend_, mix_);
     }
 
     Slot& slot_for(const BufferKey& key) {
@@ -330,12 +360,23 @@ private:
         return slots_.back();
     }
 
-    // Calibration first: a parallel-imaging reconstruction downstream needs it before the data.
+    // One recon buffer: the imaging data with its calibration lines.
     void emit_slot(Slot& s, Emitter& out) {
         spdlog::debug("[{}] AccumulateTrigger: buffer of slice {}, contrast {}, phase {}, repetition {}, set {}", session_,
                       s.key.slice, s.key.contrast, s.key.phase, s.key.repetition, s.key.set);
-        if (!s.calibration.empty()) out.emit(s.calibration.take(*backend_, true));
-        if (!s.imaging.empty()) out.emit(s.imaging.take(*backend_, false));
+        if (s.imaging.empty() && s.calibration.empty()) return;
+        ReconBuffer rb;
+        EncodingGeometry g;
+        if (!s.calibration.empty()) rb.ref = s.calibration.take(*backend_, g);
+        if (!s.imaging.empty()) rb.data = s.imaging.take(*backend_, g);
+        rb.geometry = g;
+        const auto& enc = header_.encoding.at(s.key.encoding);
+        if (enc.parallelImaging) {
+            rb.acceleration_e1 = std::max<uint16_t>(1, enc.parallelImaging->accelerationFactor.kspace_encoding_step_1);
+            rb.acceleration_e2 = std::max<uint16_t>(1, enc.parallelImaging->accelerationFactor.kspace_encoding_step_2);
+            if (enc.parallelImaging->calibrationMode) rb.calibration_mode = *enc.parallelImaging->calibrationMode;
+        }
+        out.emit(std::move(rb));
     }
 
     void emit_key(const BufferKey& key, Emitter& out) {
@@ -360,6 +401,7 @@ private:
     std::string session_;
     std::vector<std::optional<EncodingGeometry>> geometries_;
     std::vector<Slot> slots_;  // open buffers, in the order they were opened
+    MixMatrix mix_;
     std::optional<uint16_t> last_counter_;
 };
 

@@ -4,30 +4,28 @@
 #include <sstream>
 
 #include "gadgets/factories.h"
+#include "gadgets/typed_gadget.h"
 
 namespace larmor {
 namespace {
 constexpr int kNoiseFlag = 19;  // ISMRMRD ACQ_IS_NOISE_MEASUREMENT
 
-class AcquisitionCounter final : public Gadget {
+class AcquisitionCounter final : public TypedGadget<Acquisition, Waveform> {
 public:
-    explicit AcquisitionCounter(bool pass_on) : pass_on_(pass_on) {}
+    explicit AcquisitionCounter(bool forward) : forward_(forward) {}
 
-    void process(Message msg, Emitter& out) override {
-        if (auto* acq = std::get_if<Acquisition>(&msg)) {
-            ++acquisitions_;
-            if (acq->flag(kNoiseFlag)) ++noise_;
-            samples_ += uint64_t{acq->head.number_of_samples} * acq->head.active_channels;
-            bytes_ += acq->data.size() * sizeof(cfloat) + acq->traj.size() * sizeof(float);
-            if (!pass_on_) return;
-        } else if (auto* wav = std::get_if<Waveform>(&msg)) {
-            ++waveforms_;
-            bytes_ += wav->data.size() * sizeof(uint32_t);
-            if (!pass_on_) return;
-        } else {
-            ++other_;
-        }
-        out.emit(std::move(msg));
+    void process(Acquisition& acq, Emitter& out) override {
+        ++acquisitions_;
+        if (acq.flag(kNoiseFlag)) ++noise_;
+        samples_ += uint64_t{acq.head.number_of_samples} * acq.head.active_channels;
+        bytes_ += acq.data.size() * sizeof(cfloat) + acq.traj.size() * sizeof(float);
+        if (forward_) out.emit(std::move(acq));
+    }
+
+    void process(Waveform& wav, Emitter& out) override {
+        ++waveforms_;
+        bytes_ += wav.data.size() * sizeof(uint32_t);
+        if (forward_) out.emit(std::move(wav));
     }
 
     void finish(Emitter& out) override {
@@ -39,7 +37,12 @@ public:
     }
 
 private:
-    bool pass_on_;
+    void pass_on(Message& msg, Emitter& out) override {
+        ++other_;
+        forward(msg, out);
+    }
+
+    bool forward_;  // acquisitions and waveforms go on downstream (config pass_on)
     uint64_t acquisitions_ = 0, noise_ = 0, waveforms_ = 0, samples_ = 0, bytes_ = 0, other_ = 0;
 };
 }  // namespace

@@ -11,7 +11,6 @@
 #include "gadgets/bounded_queue.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
-#include "gadgets/line_ops.h"
 
 namespace larmor {
 namespace {
@@ -93,12 +92,7 @@ struct ChainRunner::Impl {
             if (!item) return;  // aborted
             if (!item->has_value()) break;
             Message& msg = **item;  // moved into process() below
-            guarded(s, [&] {
-                if (auto* acq = std::get_if<Acquisition>(&msg);
-                    acq && !acq->pending.empty() && !s.gadget->handles_pending_line_ops())
-                    materialize(*acq);
-                s.gadget->process(std::move(msg), out);
-            });
+            guarded(s, [&] { s.gadget->process(std::move(msg), out); });
         }
         guarded(s, [&] { s.gadget->finish(out); });
         if (index + 1 < stages.size()) stages[index + 1]->queue.push(Item());

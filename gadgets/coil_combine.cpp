@@ -7,6 +7,8 @@
 
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
+#include "gadgets/kernels/coil_combination.h"
+#include "gadgets/typed_gadget.h"
 #include "gadgets/image_header.h"
 
 namespace larmor {
@@ -20,7 +22,7 @@ constexpr int kDefaultWalshKernel = 7;
 // order in the spacing.
 constexpr int kMaxMapStride = 64;
 
-class CoilCombineGadget final : public Gadget {
+class CoilCombineGadget final : public TypedGadget<ImageArray> {
 public:
     explicit CoilCombineGadget(const config::CoilCombine& cfg) : cfg_(cfg) {
         kernel_ = cfg.kernel_size() == 0 ? kDefaultWalshKernel : cfg.kernel_size();
@@ -38,25 +40,23 @@ public:
         if (!backend_) throw std::runtime_error("CoilCombine: the session has no backend");
     }
 
-    void process(Message msg, Emitter& out) override {
-        auto* img = std::get_if<ImageArray>(&msg);
-        if (!img) return out.emit(std::move(msg));
-        const Shape& s = img->data.shape();
+    void process(ImageArray& img, Emitter& out) override {
+        const Shape& s = img.data.shape();
         if (s.rank() != 4)
             throw std::runtime_error("CoilCombine: image of shape " + s.str() + ", expected [X, Y, Z, CH]");
         const Shape combined{s[0], s[1], s[2]};
         CArray y = backend_->empty(combined);
         const char* step = "RSS";
         if (cfg_.method() == config::COMBINE_WALSH) {
-            backend_->walsh_combine(img->data, kernel_, stride_, y);
+            kernels::walsh_combine(*backend_, img.data, kernel_, stride_, y);
             step = "COMBINE_WALSH";
         } else {
-            backend_->rss_last_axis(img->data, y);
+            kernels::rss_last_axis(*backend_, img.data, y);
         }
-        img->data = y.reshaped({s[0], s[1], s[2], 1});
-        img->head.channels = 1;
-        append_processing_history(img->meta, step);
-        out.emit(std::move(msg));
+        img.data = y.reshaped({s[0], s[1], s[2], 1});
+        img.head.channels = 1;
+        append_processing_history(img.meta, step);
+        out.emit(std::move(img));
     }
 
 private:

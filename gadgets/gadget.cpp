@@ -4,4 +4,6 @@ namespace larmor {
 
 void Gadget::process(Message msg, Emitter& out) { out.emit(std::move(msg)); }
 
+void Gadget::forward(Message& msg, Emitter& out) { out.emit(std::move(msg)); }
+
 }  // namespace larmor

@@ -20,6 +20,7 @@ struct SessionContext {
     std::string header_xml;         // the same header as received
     std::shared_ptr<Backend> backend;
     std::string session_id;         // for log lines
+    std::string chain_name;         // the chain's name as the client asked for it (image provenance)
 };
 
 // Where a gadget sends its output. Blocks when the next stage's queue is full (backpressure).
@@ -38,15 +39,17 @@ public:
     virtual void start(const SessionContext& ctx) { (void)ctx; }
 
     // Handle one message. The default passes it on unchanged; gadgets pass on what they do not handle.
-    // (Defined in gadget.cpp: inlined into callers, GCC 12 warns about the variant's move.)
+    // Gadgets normally derive from TypedGadget (gadgets/typed_gadget.h), which implements this by
+    // the types they take. (Defined in gadget.cpp: inlined into callers, GCC 12 warns about the
+    // variant's move.)
     virtual void process(Message msg, Emitter& out);
 
     // Called once after the last message (client CLOSE): flush what is buffered.
     virtual void finish(Emitter& out) { (void)out; }
 
-    // True when the gadget applies Acquisition::pending itself (the accumulator); otherwise the
-    // runner materialises pending line operations on the host before process() sees the acquisition.
-    virtual bool handles_pending_line_ops() const { return false; }
+protected:
+    // Emits msg, moved from. Out of line for the same reason as process().
+    static void forward(Message& msg, Emitter& out);
 };
 
 }  // namespace larmor

@@ -161,6 +161,25 @@ const std::map<std::string, Translator>& translators() {
             apply_properties(g, *append(c, g).mutable_image_finish(), {});
         };
         t["ImageFinishGadget"] = t["ImageFinish"] = finish;
+        // CG-SENSE under Gadgetron's names (its GPU gadget and parameter names); it calibrates on the
+        // ACS lines, so the accumulator before it keeps them.
+        auto cg_sense = [](const XmlGadget& g, config::Chain& c) {
+            for (int i = c.gadget_size() - 1; i >= 0; --i)
+                if (c.gadget(i).has_accumulate_trigger()) {
+                    c.mutable_gadget(i)->mutable_accumulate_trigger()->set_emit_calibration(true);
+                    break;
+                }
+            auto* cfg = append(c, g).mutable_cg_sense();
+            apply_properties(g, *cfg, {
+                {"number_of_iterations", [cfg](const std::string& v) { cfg->set_iterations(std::stoi(v)); }},
+                {"cg_limit", [cfg](const std::string& v) { cfg->set_tolerance(std::stof(v)); }},
+                {"kappa", [cfg](const std::string& v) { cfg->set_lambda(std::stof(v)); }},
+            });
+        };
+        t["gpuCgSenseGadget"] = t["CgSenseGadget"] = t["CgSense"] = cg_sense;
+        // Gadgetron's preparation of the GPU SENSE gadgets (buffering, csm): Larmor's accumulator and
+        // CgSense do it.
+        t["gpuBufferSensePrepGadget"] = [](const XmlGadget&, config::Chain&) {};
         return t;
     }();
     return kTable;

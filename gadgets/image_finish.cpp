@@ -11,6 +11,7 @@
 
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
+#include "gadgets/typed_gadget.h"
 #include "gadgets/image_header.h"
 
 namespace larmor {
@@ -53,7 +54,7 @@ void put(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
     if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
 }
 
-class ImageFinishGadget final : public Gadget {
+class ImageFinishGadget final : public TypedGadget<ImageArray> {
 public:
     explicit ImageFinishGadget(const config::ImageFinish& cfg) : cfg_(cfg) {
         if (cfg.pixel_type() == config::PIXEL_USHORT && cfg.output() == config::OUTPUT_COMPLEX)
@@ -71,15 +72,13 @@ public:
         if (!backend_) throw std::runtime_error("ImageFinish: the session has no backend");
     }
 
-    void process(Message msg, Emitter& out) override {
-        auto* arr = std::get_if<ImageArray>(&msg);
-        if (!arr) return out.emit(std::move(msg));
-        const size_t n = arr->data.size();
+    void process(ImageArray& arr, Emitter& out) override {
+        const size_t n = arr.data.size();
         const auto output = cfg_.output();
 
         Image img;
-        img.head = arr->head;
-        ISMRMRD::MetaContainer& meta = arr->meta;
+        img.head = arr.head;
+        ISMRMRD::MetaContainer& meta = arr.meta;
         const bool calibration = meta.length(kMetaCalibration) > 0 && meta.as_long(kMetaCalibration) != 0;
         img.head.image_type = image_type(output);
         // Calibration-only (ACS) images go to the next series, so clients keep them apart.
@@ -91,13 +90,13 @@ public:
         const bool scaled = output != config::OUTPUT_COMPLEX && cfg_.pixel_type() == config::PIXEL_USHORT;
         if (!scaled) img.meta = write_meta(meta);
         if (output == config::OUTPUT_COMPLEX) {
-            const CArray host = backend_->to_host(arr->data);
+            const CArray host = backend_->to_host(arr.data);
             img.head.data_type = ISMRMRD::ISMRMRD_CXFLOAT;
             put(img.pixels, std::vector<cfloat>(host.data(), host.data() + n));
         } else if (scaled) {
             // The part is taken on the session backend (on a GPU only the floats come back).
             std::vector<float> values(n);
-            backend_->download_part(arr->data, part_of(output), values.data());
+            backend_->download_part(arr.data, part_of(output), values.data());
             img.head.data_type = ISMRMRD::ISMRMRD_USHORT;
             const float scale = cfg_.scale() > 0 ? cfg_.scale() : auto_scale(values);
             std::vector<uint16_t> shorts(n);
@@ -112,7 +111,7 @@ public:
             // Straight into the wire image's pixel bytes (operator new storage: aligned for float).
             img.head.data_type = ISMRMRD::ISMRMRD_FLOAT;
             img.pixels.resize(n * sizeof(float));
-            backend_->download_part(arr->data, part_of(output), reinterpret_cast<float*>(img.pixels.data()));
+            backend_->download_part(arr.data, part_of(output), reinterpret_cast<float*>(img.pixels.data()));
         }
         img.head.attribute_string_len = uint32_t(img.meta.size());
         out.emit(std::move(img));

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/backend.h"
+#include "gadgets/kernels/line_placement.h"
 
 namespace larmor {
 namespace {
@@ -33,8 +35,10 @@ size_t mixed_channels(size_t entries, size_t in_channels) {
     return entries / in_channels;
 }
 
-void materialize(Acquisition& acq) {
-    if (acq.pending.empty()) return;
+Acquisition materialize(PendingAcquisition p) {
+    Acquisition& acq = p.acq;
+    const LineOps& ops = p.ops;
+    if (ops.empty()) return std::move(acq);
     const size_t channels = acq.head.active_channels;
     const size_t samples = acq.head.number_of_samples;
     if (acq.data.size() != channels * samples)
@@ -47,26 +51,26 @@ void materialize(Acquisition& acq) {
     CArray x = CArray::host({samples, channels});
     std::copy(acq.data.begin(), acq.data.end(), x.data());
 
-    if (acq.pending.remove_ro_oversampling) {
+    if (ops.remove_ro_oversampling) {
         // Readout to image space, keep the centre half of the FOV, back to k-space (orthonormal FFTs,
         // so image values are unchanged by the round trip).
-        be.fft(x, 1u, FFTDirection::Inverse);
+        be.fft(x, x, 1u, FFTDirection::Inverse);
         CArray y = CArray::host({samples / 2, channels});
         be.crop_pad_centred(x, y);
-        be.fft(y, 1u, FFTDirection::Forward);
+        be.fft(y, y, 1u, FFTDirection::Forward);
         x = y;
         halve_readout_header(acq.head);
     }
-    if (acq.pending.coil_mix) {
-        const std::vector<cfloat>& m = *acq.pending.coil_mix;
+    if (ops.coil_mix) {
+        const std::vector<cfloat>& m = *ops.coil_mix;
         const size_t out_channels = mixed_channels(m.size(), channels);
         CArray y = CArray::host({x.shape()[0], out_channels});
-        be.mix_last_axis(x, m, y);
+        kernels::mix_last_axis(be, x, m, y);
         x = y;
         acq.head.active_channels = uint16_t(out_channels);
     }
     acq.data.assign(x.data(), x.data() + x.size());
-    acq.pending = PendingLineOps{};
+    return std::move(acq);
 }
 
 }  // namespace larmor

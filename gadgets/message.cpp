@@ -1,10 +1,21 @@
 #include "gadgets/message.h"
 
 namespace larmor {
+namespace {
 
-const char* message_kind(const Message& m) {
-    static const char* const kNames[] = {"acquisition", "waveform", "k-space buffer", "image array", "image", "text"};
-    return kNames[m.index()];
-}
+// One overload per alternative: a new message type without a name here does not compile.
+struct KindName {
+    const char* operator()(const Acquisition&) const { return "acquisition"; }
+    const char* operator()(const PendingAcquisition&) const { return "pending acquisition"; }
+    const char* operator()(const Waveform&) const { return "waveform"; }
+    const char* operator()(const ReconBuffer&) const { return "recon buffer"; }
+    const char* operator()(const ImageArray&) const { return "image array"; }
+    const char* operator()(const Image&) const { return "image"; }
+    const char* operator()(const Text&) const { return "text"; }
+};
+
+}  // namespace
+
+const char* message_kind(const Message& m) { return std::visit(KindName{}, m); }
 
 }  // namespace larmor

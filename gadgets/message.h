@@ -1,26 +1,35 @@
 #pragma once
 // The typed messages that flow through a chain. Wire messages (acquisition, waveform, image, text)
-// keep the ISMRMRD C structs byte-for-byte; buffers and image arrays are the chain's internal
-// currency and hold their samples on the session's backend (host or GPU).
+// are the wire library's (wire/messages.h); pending acquisitions, buffers and image arrays are the
+// chain's internal currency, the latter two holding their samples on the session's backend.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/meta.h>
-#include <ismrmrd/waveform.h>
 
-#include "core/carray.h"
+#include "core/array.h"
+#include "wire/messages.h"
 
 namespace larmor {
 
+// The wire messages, under the names the chain has always used. wire::Acquisition carries samples
+// as std::complex<float>, the same type as cfloat.
+using wire::Acquisition;
+using wire::Image;
+using wire::Text;
+using wire::Waveform;
+static_assert(std::is_same_v<cfloat, std::complex<float>>, "acquisition samples go into CArrays unconverted");
+
 // Per-readout linear operations that gadgets before the accumulator request but do not apply one
 // line at a time: the accumulator applies them to the whole buffer at once on the session backend
-// (one GEMM and one batched FFT instead of thousands of small ones). Any other consumer calls
-// materialize() (gadgets/line_ops.h), which applies them on the host.
-struct PendingLineOps {
+// (one GEMM and one batched FFT instead of thousands of small ones); for any gadget that only takes
+// plain acquisitions, the typed gadget base applies them on the host first (gadgets/line_ops.h).
+struct LineOps {
     // Coil mixing matrix, row-major [out_channel][in_channel] (noise prewhitening); empty = none.
     std::shared_ptr<const std::vector<cfloat>> coil_mix;
     // Halve the readout by cropping the centre half of the image-domain FOV.
@@ -29,30 +38,12 @@ struct PendingLineOps {
     bool empty() const { return !coil_mix && !remove_ro_oversampling; }
 };
 
-struct Acquisition {
-    ISMRMRD::ISMRMRD_AcquisitionHeader head{};
-    std::vector<float> traj;   // [number_of_samples][trajectory_dimensions]
-    std::vector<cfloat> data;  // [active_channels][number_of_samples], sample fastest
-    PendingLineOps pending;
-
-    bool flag(int bit) const { return (head.flags & (uint64_t{1} << (bit - 1))) != 0; }
-};
-
-struct Waveform {
-    ISMRMRD::ISMRMRD_WaveformHeader head{};
-    std::vector<uint32_t> data;  // [channels][number_of_samples]
-};
-
-// An image as it goes on the wire: header, meta XML, raw pixels in head.data_type.
-struct Image {
-    ISMRMRD::ISMRMRD_ImageHeader head{};
-    std::string meta;               // ISMRMRD meta XML (<ismrmrdMeta>...), may be empty
-    std::vector<uint8_t> pixels;    // matrix_size[0]*[1]*[2]*channels*sizeof(data_type), x fastest
-};
-
-// Free text for the client (reported as TEXT, message 5).
-struct Text {
-    std::string text;
+// An acquisition whose data still await `ops`: head and data describe the readout as received
+// (before the operations), so nothing downstream can mistake it for processed data, and it cannot
+// reach the wire (it is no wire message).
+struct PendingAcquisition {
+    Acquisition acq;
+    LineOps ops;
 };
 
 // Encoding geometry of one encoding space, from the ISMRMRD XML header.
@@ -66,16 +57,29 @@ struct EncodingGeometry {
     uint16_t e2_min = 0, e2_max = 0, e2_centre = 0;
 };
 
-// k-space accumulated for one trigger (one slice/contrast/phase/repetition/set), by AccumulateTrigger.
-struct KSpaceBuffer {
-    CArray data;  // [RO, E1, E2, CH] on the session backend, unsampled points zero
-    EncodingGeometry geometry;
+// One k-space of a recon buffer, on the session backend.
+struct KSpace {
+    CArray data;  // [RO, E1, E2, CH], unsampled points zero
+    // Mask of the (E1, E2) lines present, E1 fastest, 1 = sampled.
+    std::vector<uint8_t> sampled;
     // Header of a representative line (the centre line when sampled): geometry, indices, time stamps.
     ISMRMRD::ISMRMRD_AcquisitionHeader reference{};
-    // Mask of sampled (E1, E2) lines, E1 fastest, 1 = sampled.
-    std::vector<uint8_t> sampled;
-    // True when the buffer holds calibration (ACS) lines only.
-    bool calibration_only = false;
+
+    bool empty() const { return data.empty(); }
+};
+
+// What the accumulator hands a reconstruction for one trigger (one slice/contrast/phase/repetition/
+// set), after Gadgetron's IsmrmrdReconBit: the imaging data together with its parallel-calibration
+// (ACS) lines and the header fields a solver needs, so a parallel-imaging gadget finds everything in
+// one message instead of pairing two.
+struct ReconBuffer {
+    KSpace data;  // imaging lines (flag 21 lines included); empty when only calibration lines came
+    KSpace ref;   // calibration lines (flags 20 and 21), when the accumulator keeps them; else empty
+    EncodingGeometry geometry;  // of data and ref alike
+    // The header's parallelImaging section: nominal accelerations (1 = none) and calibration mode
+    // ("embedded", "interleaved", "separate", "external", "other"; empty when absent).
+    uint16_t acceleration_e1 = 1, acceleration_e2 = 1;
+    std::string calibration_mode;
 };
 
 // Complex image data on the session backend, with the header the finished image will carry.
@@ -86,8 +90,9 @@ struct ImageArray {
     ISMRMRD::MetaContainer meta;
 };
 
-using Message = std::variant<Acquisition, Waveform, KSpaceBuffer, ImageArray, Image, Text>;
+using Message = std::variant<Acquisition, PendingAcquisition, Waveform, ReconBuffer, ImageArray, Image, Text>;
 
+// "acquisition", "pending acquisition", ... for logs and errors.
 const char* message_kind(const Message& m);
 
 }  // namespace larmor

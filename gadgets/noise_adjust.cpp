@@ -8,8 +8,9 @@
 // for a noise scan sampled at another bandwidth and for the receiver filter's roll-off, exactly as
 // Gadgetron computes noise_bw_scale_factor. Covariances are accumulated in double precision.
 //
-// W is not applied here: every later acquisition carries it in pending.coil_mix and the accumulator
-// applies it to the whole k-space buffer (one GEMM on the session backend).
+// W is not applied here: every later acquisition goes on as a PendingAcquisition carrying it in
+// ops.coil_mix, and the accumulator applies it to the whole k-space buffer (one GEMM on the session
+// backend).
 #include <cmath>
 #include <complex>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "gadgets/factories.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/typed_gadget.h"
 
 namespace larmor {
 namespace {
@@ -68,7 +70,7 @@ std::vector<cdouble> invert_lower(const std::vector<cdouble>& l, size_t n) {
     return inv;
 }
 
-class NoiseAdjustGadget final : public Gadget {
+class NoiseAdjustGadget final : public TypedGadget<Acquisition, PendingAcquisition> {
 public:
     explicit NoiseAdjustGadget(const config::NoiseAdjust& cfg) : cfg_(cfg) {}
 
@@ -82,29 +84,36 @@ public:
             receiver_bw_ = *ctx.header.acquisitionSystemInformation->relativeReceiverNoiseBandwidth;
     }
 
-    void process(Message msg, Emitter& out) override {
-        auto* acq = std::get_if<Acquisition>(&msg);
-        if (!acq) return out.emit(std::move(msg));
-        if (acq->flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
-            if (whitener_ || no_noise_) {
-                if (!warned_late_noise_)
-                    spdlog::warn("[{}] NoiseAdjust: noise scan {} after imaging data ignored", session_,
-                                 uint32_t{acq->head.scan_counter});  // a copy: spdlog binds a reference
-                warned_late_noise_ = true;
-            } else {
-                materialize(*acq);  // whatever an earlier gadget requested, applied before measuring
-                accumulate(*acq);
-            }
-            if (cfg_.pass_noise_scans()) out.emit(std::move(msg));
+    void process(Acquisition& acq, Emitter& out) override {
+        if (acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+            if (!late_noise(acq)) accumulate(acq);
+            if (cfg_.pass_noise_scans()) out.emit(std::move(acq));
             return;
         }
-        if (!whitener_ && !no_noise_) compute_whitener(acq->head.sample_time_us);
-        if (whitener_) attach(*acq);
-        out.emit(std::move(msg));
+        prepare_whitener(acq);
+        if (!whitener_) return out.emit(std::move(acq));
+        PendingAcquisition pending{std::move(acq), {}};
+        attach(pending);
+        out.emit(std::move(pending));
     }
 
-    // Imaging data only get a request attached; noise scans are materialised here when needed.
-    bool handles_pending_line_ops() const override { return true; }
+    // Operations an earlier gadget requested: composed with the whitener on imaging data, applied
+    // on the host to noise scans before they are measured.
+    void process(PendingAcquisition& p, Emitter& out) override {
+        if (p.acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+            if (late_noise(p.acq)) {
+                if (cfg_.pass_noise_scans()) out.emit(std::move(p));
+                return;
+            }
+            Acquisition acq = materialize(std::move(p));
+            accumulate(acq);
+            if (cfg_.pass_noise_scans()) out.emit(std::move(acq));
+            return;
+        }
+        prepare_whitener(p.acq);
+        if (whitener_) attach(p);
+        out.emit(std::move(p));
+    }
 
 private:
     void accumulate(const Acquisition& acq) {
@@ -167,14 +176,30 @@ private:
                      session_, c, samples_, noise_dwell_us_, acquisition_dwell_us, receiver_bw_, scale);
     }
 
-    void attach(Acquisition& acq) {
+    // A noise scan after the imaging data started: ignored (logged once). False while noise is measured.
+    bool late_noise(const Acquisition& acq) {
+        if (!whitener_ && !no_noise_) return false;
+        if (!warned_late_noise_)
+            spdlog::warn("[{}] NoiseAdjust: noise scan {} after imaging data ignored", session_,
+                         uint32_t{acq.head.scan_counter});  // a copy: spdlog binds a reference
+        warned_late_noise_ = true;
+        return true;
+    }
+
+    // The first imaging readout ends the noise measurement.
+    void prepare_whitener(const Acquisition& acq) {
+        if (!whitener_ && !no_noise_) compute_whitener(acq.head.sample_time_us);
+    }
+
+    void attach(PendingAcquisition& p) {
+        const Acquisition& acq = p.acq;
         if (acq.head.active_channels != channels_)
             throw std::runtime_error("NoiseAdjust: acquisition " + std::to_string(acq.head.scan_counter) + " has " +
                                      std::to_string(acq.head.active_channels) + " channels, the noise scans " +
                                      std::to_string(channels_));
-        const auto& upstream = acq.pending.coil_mix;
+        const auto& upstream = p.ops.coil_mix;
         if (!upstream) {
-            acq.pending.coil_mix = whitener_;
+            p.ops.coil_mix = whitener_;
             return;
         }
         // An earlier gadget already requested a mix M (C x C): the data become W M x.
@@ -191,7 +216,7 @@ private:
             composed_from_ = upstream;
             composed_ = std::move(wm);
         }
-        acq.pending.coil_mix = composed_;
+        p.ops.coil_mix = composed_;
     }
 
     config::NoiseAdjust cfg_;

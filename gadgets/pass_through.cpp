@@ -1,4 +1,5 @@
-// Passes every message on unchanged: the smallest valid chain, used to test the plumbing.
+// Passes every message on unchanged: the smallest valid chain, used to test the plumbing. Untyped on
+// purpose: it takes nothing, so pending acquisitions go through it unmaterialised.
 #include "gadgets/factories.h"
 
 namespace larmor {

@@ -23,7 +23,8 @@ BackendPolicy parse_backend_policy(const std::string& text);
 // Throws BackendError when CUDA is required (by the chain or the server) but `cuda_usable` is false.
 bool choose_cuda(BackendPolicy server, int chain_choice, const std::string& chain_name, bool cuda_usable);
 
-// Builds the chosen backend (CUDA on device 0). Throws BackendError with the device error.
-std::shared_ptr<Backend> make_session_backend(bool use_cuda);
+// Builds the chosen backend: CUDA on `device` (from the session's DeviceLease), else the CPU.
+// Throws BackendError naming the device and its error.
+std::shared_ptr<Backend> make_session_backend(bool use_cuda, int device);
 
 }  // namespace larmor::server

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
     app.add_option("--backend", backend, "Compute backend: auto (CUDA when usable), cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
         ->capture_default_str();
+    app.add_option("--devices", options.devices,
+                   "CUDA devices sessions are spread over (fewest live sessions first): all, or ids such as 0,2")
+        ->capture_default_str();
     app.add_option("--queue-depth", options.queue_depth, "Messages queued in front of each gadget")
         ->check(CLI::Range(1, 1000000))
         ->capture_default_str();
@@ -109,9 +112,11 @@ int main(int argc, char** argv) {
             for (const auto& c : larmor::list_chains(options.config_dir)) chains += (chains.empty() ? "" : ", ") + c;
         } catch (const std::exception&) {
         }
-        spdlog::info("{}; config dir '{}' (chains: {}); backend {}; max {} sessions; read timeout {} s",
+        std::string devices;
+        for (const auto& d : server.devices().load()) devices += (devices.empty() ? "" : ",") + std::to_string(d.device);
+        spdlog::info("{}; config dir '{}' (chains: {}); backend {}, CUDA devices {}; max {} sessions; read timeout {} s",
                      larmor::server::version_string(), options.config_dir, chains.empty() ? "none" : chains, backend,
-                     options.max_sessions, read_timeout);
+                     devices.empty() ? "none" : devices, options.max_sessions, read_timeout);
         // Tests and scripts read this line to learn the port (--port 0).
         std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
         if (!server.run()) {

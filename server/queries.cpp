@@ -73,7 +73,17 @@ std::string status_json(const QueryContext& ctx) {
       << ", \"sessions_active\": " << st.sessions_active.load() << ", \"sessions_total\": " << st.sessions_total.load()
       << ", \"sessions_rejected\": " << st.sessions_rejected.load() << ", \"acquisitions\": " << st.acquisitions.load()
       << ", \"waveforms\": " << st.waveforms.load() << ", \"bytes_received\": " << st.bytes_received.load()
-      << ", \"images_sent\": " << st.images_sent.load() << ", \"errors\": " << st.errors.load() << "}";
+      << ", \"images_sent\": " << st.images_sent.load() << ", \"errors\": " << st.errors.load()
+      << ", \"devices\": [";
+    // Live sessions per CUDA device of --devices, so an operator sees how the pool is spread.
+    if (ctx.devices) {
+        const char* sep = "";
+        for (const DeviceLoad& d : ctx.devices->load()) {
+            s << sep << "{\"device\": " << d.device << ", \"sessions\": " << d.sessions << "}";
+            sep = ", ";
+        }
+    }
+    s << "]}";
     return s.str();
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "server/device_pool.h"
 #include "server/server_options.h"
 #include "server/stats.h"
 
@@ -12,6 +13,7 @@ namespace larmor::server {
 struct QueryContext {
     const ServerOptions& options;
     const ServerStats& stats;
+    const DevicePool* devices = nullptr;  // null: no CUDA devices to report
 };
 
 // The keys answer_query knows, in a stable order (listed in the answer to an unknown key).

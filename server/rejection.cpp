@@ -7,7 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::server {
 namespace {
@@ -64,7 +64,7 @@ private:
 
 void reject_connection(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket socket, const std::string& text,
                        std::chrono::steady_clock::duration linger, std::function<void()> done) {
-    std::vector<uint8_t> reply = wire::encode(Text{text});
+    std::vector<uint8_t> reply = wire::encode(wire::Text{text});
     const std::vector<uint8_t> close = wire::encode(wire::Close{});
     reply.insert(reply.end(), close.begin(), close.end());
     std::make_shared<Rejection>(ioc, std::move(socket), std::move(reply), std::move(done))->start(linger);

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/backend.h"
 #include "server/rejection.h"
 
 namespace larmor::server {
@@ -27,6 +28,9 @@ Server::Server(ServerOptions options)
       shutdown_timer_(ioc_),
       accept_retry_timer_(ioc_) {
     env_->options = std::move(options);
+    // Here rather than at the first CUDA session, so a wrong --devices stops the server at startup.
+    const int device_count = static_cast<int>(cuda_devices().size());
+    env_->devices = std::make_unique<DevicePool>(parse_device_list(env_->options.devices, device_count));
 }
 
 Server::~Server() {

@@ -19,6 +19,8 @@ namespace larmor::server {
 
 class Server {
 public:
+    // Throws std::invalid_argument naming the id and the device count when options.devices names
+    // a CUDA device this machine does not have.
     explicit Server(ServerOptions options);
     ~Server();
     Server(const Server&) = delete;
@@ -33,6 +35,7 @@ public:
     bool run();
 
     const ServerOptions& options() const { return env_->options; }
+    const DevicePool& devices() const { return *env_->devices; }
 
 private:
     struct Running {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::server {
 
@@ -23,6 +23,7 @@ struct ServerOptions {
     size_t max_sessions = 64;
     size_t queue_depth = 64;                 // capacity of each gadget's input queue
     BackendPolicy backend = BackendPolicy::Auto;
+    std::string devices = "all";             // CUDA devices sessions are spread over (device_pool.h)
     wire::Limits limits;
 };
 

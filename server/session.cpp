@@ -94,6 +94,7 @@ void Session::run() noexcept {
         log_->error("internal error: unknown exception");
     }
     chain_.reset();
+    device_lease_.reset();
     boost::system::error_code ignored;
     socket_.close(ignored);
     writer_.close();
@@ -186,7 +187,7 @@ bool Session::dispatch(wire::WireMessage& msg) {
 }
 
 void Session::on_query(const wire::Query& q) {
-    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats});
+    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats, env_->devices.get()});
     log_->debug("query '{}' (correlation id {})", excerpt(q.key), q.correlation_id);
     send(wire::Response{q.correlation_id, answer});
 }
@@ -203,7 +204,8 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
         chain_name_ = is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name());
         const BackendPolicy policy = env_->options.backend;
         const bool may_use_cuda = policy != BackendPolicy::Cpu && chain.backend() != config::BACKEND_CPU;
-        use_cuda_ = choose_cuda(policy, chain.backend(), chain_name_, may_use_cuda && cuda_available());
+        const bool cuda_usable = may_use_cuda && !env_->devices->empty() && cuda_available();
+        use_cuda_ = choose_cuda(policy, chain.backend(), chain_name_, cuda_usable);
         chain_ = std::make_unique<ChainRunner>(chain, env_->options.queue_depth);
         log_->info("chain '{}' from {}: {} on {}", chain_name_, what, join(chain_->gadget_names(), " -> "),
                    use_cuda_ ? "cuda" : "cpu");
@@ -243,15 +245,18 @@ void Session::on_header(const std::string& xml) {
     }
     try {
         ISMRMRD::IsmrmrdHeader header = parse_ismrmrd_header(xml);
-        std::shared_ptr<Backend> backend = make_session_backend(use_cuda_);
-        log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}", header.encoding.size(), xml.size(),
-                   backend->describe());
-        chain_->start(SessionContext{std::move(header), xml, std::move(backend), id_},
+        if (use_cuda_) device_lease_ = env_->devices->acquire();
+        std::shared_ptr<Backend> backend = make_session_backend(use_cuda_, device_lease_.device());
+        log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}", header.encoding.size(), xml.size(),
+                   backend->describe(),
+                   use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string());
+        chain_->start(SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_},
                       [this](Message m) { deliver(std::move(m)); });
         state_ = State::Streaming;
     } catch (const HeaderError& e) {
         fail("Header", e.what());
     } catch (const BackendError& e) {
+        device_lease_.reset();
         fail("Backend", e.what());
     } catch (const std::exception& e) {
         fail("Session", std::string("cannot start chain '") + chain_name_ + "': " + e.what());
@@ -325,6 +330,7 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     writer_.seal();  // a late image of an aborted chain can never follow CLOSE
     if (writer_.failed()) log_->warn("reply not delivered: {}", writer_.error());
     chain_.reset();  // aborts the chain if it still runs, joins its threads
+    device_lease_.reset();
     // The work is done: give the --max-sessions slot back before the FIN, so a client that saw the
     // connection end also sees the session gone, and the linger below keeps no new client out.
     release_slot();

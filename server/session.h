@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "gadgets/chain.h"
+#include "server/device_pool.h"
 #include "server/server_options.h"
 #include "server/socket_io.h"
 #include "server/stats.h"
@@ -27,6 +28,7 @@ namespace larmor::server {
 struct SessionEnvironment {
     ServerOptions options;
     ServerStats stats;
+    std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
 };
 
 class Session {
@@ -106,6 +108,9 @@ private:
     uint64_t acquisitions_ = 0, waveforms_ = 0, discarded_ = 0;
     std::atomic<uint64_t> images_sent_{0}, texts_sent_{0}, dropped_outputs_{0};
 
+    // The CUDA device this session's backend runs on (empty for CPU). Given back after the chain
+    // (which holds the backend) is gone.
+    DeviceLease device_lease_;
     // Last, so it is destroyed first: its gadget threads call deliver(), which uses the members above.
     std::unique_ptr<ChainRunner> chain_;
 };

@@ -17,7 +17,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::server {
 

@@ -6,12 +6,16 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pty.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <complex>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,9 +28,10 @@
 
 #include <ismrmrd/dataset.h>
 
-#include "server/wire.h"
 #include "tests/support/server_process.h"
 #include "tests/support/wire_util.h"
+#include "wire/codec.h"
+#include "wire/progress.h"
 
 namespace larmor {
 namespace {
@@ -323,6 +328,99 @@ TEST_F(ClientTest, StreamsTheDatasetInOrderAndStoresEveryImage) {
         EXPECT_EQ(png[24], 8) << name;    // bit depth
         EXPECT_EQ(png[25], 0) << name;    // colour type: greyscale
     }
+}
+
+// What the server says in the progress tests: two progress lines, an ordinary TEXT, then two more
+// progress lines of which the second is shorter than the first.
+void send_progress_script(int fd) {
+    read_until_close(fd);
+    FdByteWriter out(fd);
+    write_message(out, Text{format_progress({"cg_sense", 1, 3, 0.1})});
+    write_message(out, Text{format_progress({"cg_sense", 2, 3, 0.01})});
+    write_message(out, Text{"coil maps done\n"});
+    write_message(out, Text{format_progress({"cg_sense_long", 1, 30, 0.5})});
+    write_message(out, Text{format_progress({"cg", 2, 30, 0.25})});
+    write_message(out, Close{});
+}
+
+TEST_F(ClientTest, ProgressLinesArePlainLinesWhenStderrIsNoTerminal) {
+    const std::string input = path("in.h5");
+    write_dataset(input, 2, 8, 1, {});
+    FakeServer server(send_progress_script);
+    RunResult r = run({"-a", "127.0.0.1", "-p", server.port(), "-f", input, "-o", path("out.h5")});
+    server.join();
+    ASSERT_EQ(server.error(), "");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // A log keeps every line, each exactly as a stock client would show it.
+    EXPECT_NE(r.err.find("[server] progress cg_sense: iteration 1/3, residual 1.00e-01\n"
+                         "[server] progress cg_sense: iteration 2/3, residual 1.00e-02\n"
+                         "[server] coil maps done\n"
+                         "[server] progress cg_sense_long: iteration 1/30, residual 5.00e-01\n"
+                         "[server] progress cg: iteration 2/30, residual 2.50e-01\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+}
+
+// Runs the client on a pseudo-terminal (stdout and stderr both) and returns all it wrote there.
+std::string run_on_terminal(const std::vector<std::string>& args, int& exit_code) {
+    std::vector<std::string> argv_strings{client_path()};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    termios raw{};
+    cfmakeraw(&raw);  // no output processing: the bytes arrive as the client wrote them ('\n' stays '\n')
+    int master = -1;
+    const pid_t pid = ::forkpty(&master, nullptr, &raw, nullptr);
+    if (pid < 0) throw std::runtime_error("forkpty failed");
+    if (pid == 0) {
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        pollfd p{master, POLLIN, 0};
+        const int ready = ::poll(&p, 1, 1000);
+        if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+        if (ready < 0) break;
+        char buf[4096];
+        const ssize_t n = ::read(master, buf, sizeof buf);
+        if (n > 0) out.append(buf, size_t(n));
+        else if (n == 0 || errno != EINTR) break;  // EIO: the client has exited and all was read
+    }
+    ::close(master);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return out;
+}
+
+TEST_F(ClientTest, ProgressSharesOneLineOnATerminal) {
+    const std::string input = path("in.h5");
+    write_dataset(input, 2, 8, 1, {});
+    FakeServer server(send_progress_script);
+    int exit_code = -1;
+    const std::string out =
+        run_on_terminal({"-a", "127.0.0.1", "-p", server.port(), "-f", input, "-o", path("out.h5")}, exit_code);
+    server.join();
+    ASSERT_EQ(server.error(), "");
+    EXPECT_EQ(exit_code, 0) << out;
+    EXPECT_FALSE(test::has_sanitizer_report(out)) << out;
+    const std::string first = "[server] progress cg_sense: iteration 1/3, residual 1.00e-01";
+    const std::string second = "[server] progress cg_sense: iteration 2/3, residual 1.00e-02";
+    const std::string longer = "[server] progress cg_sense_long: iteration 1/30, residual 5.00e-01";
+    const std::string shorter = "[server] progress cg: iteration 2/30, residual 2.50e-01";
+    // Each progress line returns to the start of the status line; an ordinary TEXT first ends it; a
+    // shorter line blanks the rest of a longer one; the status line is ended before the summary.
+    const std::string expected = "\r" + first + "\r" + second + "\n[server] coil maps done\n\r" + longer + "\r" +
+                                 shorter + std::string(longer.size() - shorter.size(), ' ') + "\nsent 2 acquisitions";
+    EXPECT_NE(out.find(expected), std::string::npos) << "got:\n" << out;
 }
 
 TEST_F(ClientTest, LocalConfigGoesAsConfigScriptAndServerErrorFailsTheRun) {

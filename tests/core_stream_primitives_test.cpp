@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "gadgets/kernels/coil_combination.h"
+#include "gadgets/kernels/line_placement.h"
 #include "tests/support/reference_dft.h"
 
 namespace larmor {
@@ -25,7 +27,7 @@ using test::cdouble;
 
 // Three rounds of placements into a [L, E, C] buffer, including keep != 0 (running means).
 struct Round {
-    std::vector<Backend::LinePlacement> where;
+    std::vector<kernels::LinePlacement> where;
     unsigned seed;
 };
 const size_t kL = 37, kK = 5, kE = 11, kC = 3;
@@ -57,7 +59,7 @@ CArray run_places(Backend& be) {
     CArray dst = be.to_device(init);
     for (const Round& r : rounds()) {
         CArray src = be.to_device(test::random_array({kL, kK, kC}, r.seed));
-        be.place_lines(src, r.where, dst);
+        kernels::place_lines(be, src, r.where, dst);
     }
     return be.to_host(dst);
 }
@@ -70,9 +72,9 @@ TEST(PlaceLines, CpuMatchesReference) {
 TEST(PlaceLines, RejectsBadPlacementsNamingThem) {
     auto cpu = make_cpu_backend(1);
     CArray src = CArray::host({8, 2, 3}), dst = CArray::host({8, 4, 3});
-    auto message = [&](const std::vector<Backend::LinePlacement>& w, CArray& d) {
+    auto message = [&](const std::vector<kernels::LinePlacement>& w, CArray& d) {
         try {
-            cpu->place_lines(src, w, d);
+            kernels::place_lines(*cpu, src, w, d);
         } catch (const std::invalid_argument& e) {
             return std::string(e.what());
         }
@@ -92,11 +94,11 @@ TEST(PlaceLines, CudaMatchesCpu) {
     EXPECT_LT(test::relative_error(run_places(*gpu), test::to_double(run_places(*cpu))), 1e-6);
     // More placements than one kernel launch carries (64): 150 lines of a 200-line buffer.
     CArray src = test::random_array({16, 150, 2}, 9);
-    std::vector<Backend::LinePlacement> where;
+    std::vector<kernels::LinePlacement> where;
     for (size_t k = 0; k < 150; ++k) where.push_back({(k * 37) % 200, 0.f, 1.f + float(k % 3)});
     CArray d_gpu = gpu->zeros({16, 200, 2}), d_cpu = cpu->zeros({16, 200, 2});
-    gpu->place_lines(gpu->to_device(src), where, d_gpu);
-    cpu->place_lines(src, where, d_cpu);
+    kernels::place_lines(*gpu, gpu->to_device(src), where, d_gpu);
+    kernels::place_lines(*cpu, src, where, d_cpu);
     EXPECT_EQ(test::relative_error(gpu->to_host(d_gpu), d_cpu), 0.0);
 }
 
@@ -125,13 +127,20 @@ std::vector<cdouble> reference_mix_places() {
     return dst;
 }
 
+// A mixing matrix as the kernels take it: an array on the backend.
+CArray matrix_on(Backend& be, const std::vector<cfloat>& m) {
+    CArray h = CArray::host({m.size()});
+    std::copy(m.begin(), m.end(), h.data());
+    return be.to_device(h);
+}
+
 CArray run_mix_places(Backend& be) {
     CArray init = CArray::host({kL, kE, kC});
     for (size_t i = 0; i < init.size(); ++i) init.data()[i] = cfloat(7.f, -7.f);
     CArray dst = be.to_device(init);
     for (const Round& r : rounds()) {
         CArray src = be.to_device(test::random_array({kL, kK, kD}, r.seed));
-        be.mix_place_lines(src, mixing_matrix(), r.where, dst);
+        kernels::mix_place_lines(be, src, matrix_on(be, mixing_matrix()), r.where, dst);
     }
     return be.to_host(dst);
 }
@@ -145,7 +154,7 @@ TEST(MixPlaceLines, RejectsAMatrixOfTheWrongSizeNamingIt) {
     auto cpu = make_cpu_backend(1);
     CArray src = CArray::host({8, 2, 3}), dst = CArray::host({8, 4, 2});
     try {
-        cpu->mix_place_lines(src, std::vector<cfloat>(5), {{0, 0.f, 1.f}}, dst);
+        kernels::mix_place_lines(*cpu, src, matrix_on(*cpu, std::vector<cfloat>(5)), {{0, 0.f, 1.f}}, dst);
         FAIL() << "no error";
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("5 entries, expected C*D = 2*3"), std::string::npos) << e.what();
@@ -166,12 +175,12 @@ TEST(MixPlaceLines, CudaMatchesCpu) {
         CArray src = test::random_array({l, k, d}, 21);
         const CArray mh = test::random_array({c_out * d}, 22);
         const std::vector<cfloat> m(mh.data(), mh.data() + mh.size());
-        std::vector<Backend::LinePlacement> where;
+        std::vector<kernels::LinePlacement> where;
         for (size_t q = 0; q < k; ++q) where.push_back({(q * 7) % e, q % 2 ? 0.5f : 0.f, q % 2 ? 0.5f : 1.f});
         const CArray start = test::random_array({l, e, c_out}, 23);
         CArray d_gpu = gpu->to_device(start), d_cpu = cpu->to_device(start);
-        gpu->mix_place_lines(gpu->to_device(src), m, where, d_gpu);
-        cpu->mix_place_lines(src, m, where, d_cpu);
+        kernels::mix_place_lines(*gpu, gpu->to_device(src), matrix_on(*gpu, m), where, d_gpu);
+        kernels::mix_place_lines(*cpu, src, matrix_on(*cpu, m), where, d_cpu);
         EXPECT_LT(test::relative_error(gpu->to_host(d_gpu), test::to_double(d_cpu)), 1e-6) << c_out << " channels out";
     }
 }

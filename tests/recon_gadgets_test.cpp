@@ -23,6 +23,7 @@
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/typed_gadget.h"
 #include "tests/support/gadget_harness.h"
 #include "tests/support/reference_dft.h"
 #include "tools/phantom/phantom.h"
@@ -266,6 +267,12 @@ double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
 // ---------------------------------------------------------------------------------------------------
 // Chains.
 
+// Takes plain acquisitions only, so the typed gadget base materialises pending line operations for it.
+class LineWise final : public TypedGadget<Acquisition> {
+public:
+    void process(Acquisition& acq, Emitter& out) override { out.emit(std::move(acq)); }
+};
+
 struct ChainOptions {
     bool noise = true, roos = true, fft = true;
     int combine = -1;      // -1: none, else config::CombineMethod
@@ -280,7 +287,7 @@ std::vector<std::unique_ptr<Gadget>> make_chain(const ChainOptions& o) {
     std::vector<std::unique_ptr<Gadget>> g;
     if (o.noise) g.push_back(make_noise_adjust(config::NoiseAdjust{}));
     if (o.roos) g.push_back(make_remove_ro_oversampling(config::RemoveROOversampling{}));
-    if (o.line_wise_gadget) g.push_back(std::make_unique<Gadget>());
+    if (o.line_wise_gadget) g.push_back(std::make_unique<LineWise>());
     config::AccumulateTrigger acc;
     acc.set_trigger(o.trigger);
     acc.set_emit_calibration(o.emit_calibration);
@@ -543,37 +550,31 @@ TEST(RealData, PrewhitenedNoiseHasIdentityCovariance) {
     cfg.set_pass_noise_scans(true);
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_noise_adjust(cfg));
-    auto out = only<Acquisition>(
-        test::run_chain(std::move(g), test::make_session(ds.header_xml, be), to_messages(ds.acquisitions)));
+    const std::vector<Message> out =
+        test::run_chain(std::move(g), test::make_session(ds.header_xml, be), to_messages(ds.acquisitions));
     ASSERT_EQ(out.size(), ds.acquisitions.size());
 
-    std::vector<Acquisition> noise;
-    const Acquisition* first_image = nullptr;
-    for (const Acquisition& a : out) {
-        if (a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT))
-            noise.push_back(a);
-        else if (!first_image)
-            first_image = &a;
-    }
+    // Noise scans pass as they are; imaging data go on with the whitener attached.
+    const std::vector<Acquisition> noise = only<Acquisition>(out);
+    const std::vector<PendingAcquisition> imaging = only<PendingAcquisition>(out);
+    ASSERT_EQ(noise.size() + imaging.size(), out.size());
+    for (const Acquisition& a : noise) EXPECT_TRUE(a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT));
     ASSERT_FALSE(noise.empty());
-    ASSERT_NE(first_image, nullptr);
-    ASSERT_TRUE(first_image->pending.coil_mix);
+    ASSERT_FALSE(imaging.empty());
+    const PendingAcquisition* first_image = &imaging[0];
+    ASSERT_TRUE(first_image->ops.coil_mix);
     const size_t c = noise[0].head.active_channels;
     EXPECT_EQ(c, 14u);
-    for (const Acquisition& a : out) {
-        if (!a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
-            EXPECT_EQ(a.pending.coil_mix, first_image->pending.coil_mix);
-        }
+    for (const PendingAcquisition& p : imaging) {
+        EXPECT_FALSE(p.acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT));
+        EXPECT_EQ(p.ops.coil_mix, first_image->ops.coil_mix);
     }
 
     // Gadgetron's bandwidth scale s: W Sigma W^H = s^2 I.
-    const double s = std::sqrt(2.0 * first_image->head.sample_time_us / noise[0].head.sample_time_us * 0.793);
+    const double s = std::sqrt(2.0 * first_image->acq.head.sample_time_us / noise[0].head.sample_time_us * 0.793);
     // Whiten the noise scans themselves with W (host path), then measure their covariance.
-    std::vector<Acquisition> white = noise;
-    for (Acquisition& a : white) {
-        a.pending.coil_mix = first_image->pending.coil_mix;
-        materialize(a);
-    }
+    std::vector<Acquisition> white;
+    for (const Acquisition& a : noise) white.push_back(materialize(PendingAcquisition{a, first_image->ops}));
     const std::vector<cdouble> cov = noise_covariance(white);
     double worst = 0;
     for (size_t i = 0; i < c; ++i)
@@ -675,13 +676,31 @@ TEST(RealData, ReconstructsImageAndArtifactFreeCalibrationImage) {
 // ---------------------------------------------------------------------------------------------------
 // (5) placement, 3D, triggers, errors.
 
+// One k-space of an emitted recon buffer, flattened in emission order: the calibration lines (ref)
+// before the imaging data, as the accumulator keeps them.
+struct Buf {
+    CArray data;
+    std::vector<uint8_t> sampled;
+    ISMRMRD::ISMRMRD_AcquisitionHeader reference{};
+    EncodingGeometry geometry;
+    bool calibration_only = false;
+};
+
+std::vector<Buf> flatten(const std::vector<ReconBuffer>& rbs) {
+    std::vector<Buf> out;
+    for (const ReconBuffer& rb : rbs)
+        for (const KSpace* k : {&rb.ref, &rb.data})
+            if (!k->empty()) out.push_back({k->data, k->sampled, k->reference, rb.geometry, k == &rb.ref});
+    return out;
+}
+
 // Runs Accumulate alone and returns the emitted buffers, on the host.
-std::vector<KSpaceBuffer> accumulate(const ScanSpec& s, const std::vector<Acquisition>& lines,
-                                     config::AccumulateTrigger cfg = {}) {
+std::vector<Buf> accumulate(const ScanSpec& s, const std::vector<Acquisition>& lines,
+                            config::AccumulateTrigger cfg = {}) {
     auto be = make_cpu_backend(1);
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_trigger(cfg));
-    auto out = only<KSpaceBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), be), to_messages(lines)));
+    auto out = flatten(only<ReconBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), be), to_messages(lines))));
     for (auto& b : out) b.data = be->to_host(b.data);
     return out;
 }
@@ -706,7 +725,7 @@ TEST(Accumulate, PartialFourierLinesLandAroundTheCentre) {
         for (size_t p = first; p < s.e1; ++p) lines.push_back(readout(s, grid, p, 0, uint32_t(p)));
         auto bufs = accumulate(s, lines);
         ASSERT_EQ(bufs.size(), 1u);
-        const KSpaceBuffer& b = bufs[0];
+        const Buf& b = bufs[0];
         ASSERT_EQ(b.data.shape(), (Shape{16, 32, 1, 2}));
         for (size_t p = 0; p < s.e1; ++p) {
             EXPECT_EQ(b.sampled[p], p >= first ? 1 : 0) << "line " << p;
@@ -816,7 +835,7 @@ TEST(Accumulate, SparserSecondFrameOnCudaStartsClean) {
     auto gpu = make_cuda_backend();
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_trigger(config::AccumulateTrigger{}));
-    auto gpu_bufs = only<KSpaceBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), gpu), to_messages(lines)));
+    auto gpu_bufs = flatten(only<ReconBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), gpu), to_messages(lines))));
     auto cpu_bufs = accumulate(s, lines);
     ASSERT_EQ(gpu_bufs.size(), 2u);
     ASSERT_EQ(cpu_bufs.size(), 2u);
@@ -842,7 +861,7 @@ TEST(Accumulate, RepeatedLinesOnCudaAreAveraged) {
     auto gpu = make_cuda_backend();
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_trigger(config::AccumulateTrigger{}));
-    auto gpu_bufs = only<KSpaceBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), gpu), to_messages(lines)));
+    auto gpu_bufs = flatten(only<ReconBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), gpu), to_messages(lines))));
     auto cpu_bufs = accumulate(s, lines);
     ASSERT_EQ(gpu_bufs.size(), 1u);
     ASSERT_EQ(cpu_bufs.size(), 1u);
@@ -875,13 +894,13 @@ void check_batched_line_operations(std::shared_ptr<Backend> be) {
     std::vector<Shot> shots;
     for (size_t p = 0; p < s.e1; ++p) shots.push_back({(p * 7) % s.e1, p % 3 == 0 ? size_t(10) : 0, 0});
     for (size_t p : {3u, 4u, 3u, 17u, 0u, 4u, 4u}) shots.push_back({p, p % 2 ? size_t(6) : 0, 1});
-    std::vector<Acquisition> lines;
+    std::vector<PendingAcquisition> lines;
     for (size_t i = 0; i < shots.size(); ++i) {
         const Shot& sh = shots[i];
-        Acquisition a = readout(s, sh.copy ? g2 : g1, sh.line, 0, uint32_t(i), sh.first);
-        a.pending.remove_ro_oversampling = true;
-        a.pending.coil_mix = mix;
-        lines.push_back(std::move(a));
+        PendingAcquisition p{readout(s, sh.copy ? g2 : g1, sh.line, 0, uint32_t(i), sh.first), {}};
+        p.ops.remove_ro_oversampling = true;
+        p.ops.coil_mix = mix;
+        lines.push_back(std::move(p));
     }
     // Reference.
     const size_t half = s.ro / 2;
@@ -912,7 +931,8 @@ void check_batched_line_operations(std::shared_ptr<Backend> be) {
 
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_trigger(config::AccumulateTrigger{}));
-    auto bufs = only<KSpaceBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), be), to_messages(lines)));
+    const std::vector<Message> in(lines.begin(), lines.end());
+    auto bufs = flatten(only<ReconBuffer>(test::run_chain(std::move(g), test::make_session(header_xml(s), be), in)));
     ASSERT_EQ(bufs.size(), 1u);
     ASSERT_EQ(bufs[0].data.shape(), (Shape{half, s.e1, 1, out_ch}));
     EXPECT_EQ(bufs[0].reference.number_of_samples, half);
@@ -980,7 +1000,7 @@ std::vector<size_t> emissions(config::TriggerDimension trigger, bool flags) {
             }
     h.finish();
     counts.push_back(h.output().size());
-    for (const Message& m : h.output()) EXPECT_TRUE(std::holds_alternative<KSpaceBuffer>(m));
+    for (const Message& m : h.output()) EXPECT_TRUE(std::holds_alternative<ReconBuffer>(m));
     return counts;
 }
 
@@ -1160,13 +1180,12 @@ TEST(NoiseAdjust, WithoutNoiseScansDataPassUnchanged) {
     std::vector<Acquisition> in{readout(s, grid, 0, 0, 0), readout(s, grid, 1, 0, 1)};
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_noise_adjust(config::NoiseAdjust{}));
-    auto out = only<Acquisition>(test::run_chain(std::move(g), test::make_session(header_xml(s), make_cpu_backend(1)),
-                                                 to_messages(in)));
+    const std::vector<Message> msgs =
+        test::run_chain(std::move(g), test::make_session(header_xml(s), make_cpu_backend(1)), to_messages(in));
+    EXPECT_TRUE(only<PendingAcquisition>(msgs).empty());  // nothing to apply: plain acquisitions go on
+    auto out = only<Acquisition>(msgs);
     ASSERT_EQ(out.size(), 2u);
-    for (size_t i = 0; i < 2; ++i) {
-        EXPECT_TRUE(out[i].pending.empty());
-        EXPECT_EQ(out[i].data, in[i].data);
-    }
+    for (size_t i = 0; i < 2; ++i) EXPECT_EQ(out[i].data, in[i].data);
 }
 
 TEST(NoiseAdjust, WhitenerMatchesDoublePrecisionReference) {
@@ -1180,11 +1199,11 @@ TEST(NoiseAdjust, WhitenerMatchesDoublePrecisionReference) {
     in.push_back(readout(s, grid, 0, 0, 9));
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_noise_adjust(config::NoiseAdjust{}));
-    auto out = only<Acquisition>(test::run_chain(std::move(g), test::make_session(header_xml(s), make_cpu_backend(1)),
-                                                 to_messages(in)));
+    auto out = only<PendingAcquisition>(
+        test::run_chain(std::move(g), test::make_session(header_xml(s), make_cpu_backend(1)), to_messages(in)));
     ASSERT_EQ(out.size(), 1u);  // noise scans dropped
-    ASSERT_TRUE(out[0].pending.coil_mix);
-    const std::vector<cfloat>& w = *out[0].pending.coil_mix;
+    ASSERT_TRUE(out[0].ops.coil_mix);
+    const std::vector<cfloat>& w = *out[0].ops.coil_mix;
     const std::vector<cdouble> ref =
         reference_whitener(noise_covariance(std::vector<Acquisition>(in.begin(), in.end() - 1)), 6,
                            std::sqrt(2.0 * 3.0 / 6.0 * 0.793));

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <complex>
 #include <csignal>
 #include <cstddef>
 #include <optional>
@@ -27,6 +28,10 @@ namespace {
 
 using test::ServerProcess;
 using test::WireConnection;
+using wire::Acquisition;
+using wire::Image;
+using wire::Text;
+using wire::Waveform;
 using wire::WireMessage;
 using namespace std::chrono_literals;
 
@@ -63,7 +68,7 @@ Acquisition make_acquisition(uint32_t scan, bool noise = false) {
     a.head.idx.kspace_encode_step_1 = static_cast<uint16_t>(scan % kLines);
     if (noise) a.head.flags |= uint64_t{1} << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1);
     a.data.resize(size_t{kChannels} * kSamples);
-    for (size_t i = 0; i < a.data.size(); ++i) a.data[i] = cfloat(float(scan), float(i));
+    for (size_t i = 0; i < a.data.size(); ++i) a.data[i] = std::complex<float>(float(scan), float(i));
     return a;
 }
 
@@ -442,6 +447,27 @@ TEST_F(ServerWithClient, RealDatasetGadgetronXmlChainReturnsImages) {
     EXPECT_TRUE(file_exists(out)) << "no images written to " << out << "\n" << r.output;
     ::unlink(out.c_str());
     EXPECT_GT(status_field(query(server.port(), "larmor::status"), "images_sent"), 0);
+}
+
+// The CG-SENSE chain end to end on the real R=3 scan, under its Larmor name and as Gadgetron XML:
+// an image comes back, and the solver's progress lines reach the client (printed, never counted as
+// errors).
+TEST_F(ServerWithClient, RealDatasetThroughCgSenseChains) {
+    if (!file_exists(kDataset)) GTEST_SKIP() << "dataset absent: " << kDataset;
+    ServerProcess server({"--backend", "cpu"});
+    const DatasetCopy copy;
+    for (const char* chain : {"cg_sense", "cg_sense.xml"}) {
+        const std::string out = out_path(std::string("cg-sense-") + chain);
+        const auto r = test::run_process({test::client_binary(), "-a", "127.0.0.1", "-p", std::to_string(server.port()),
+                                          "-f", copy.path(), "-c", chain, "-o", out},
+                                         300s);
+        EXPECT_EQ(r.exit_code, 0) << chain << "\n" << r.output;
+        EXPECT_EQ(r.output.find("ERROR"), std::string::npos) << chain << "\n" << r.output;
+        EXPECT_NE(r.output.find("progress cg_sense: iteration 10/30"), std::string::npos) << chain << "\n" << r.output;
+        EXPECT_TRUE(file_exists(out)) << "no images written to " << out << "\n" << r.output;
+        ::unlink(out.c_str());
+    }
+    EXPECT_EQ(status_field(query(server.port(), "larmor::status"), "images_sent"), 2);
 }
 
 // Several clients replaying one scan file at once (ISMRMRD opens inputs read-write, so without the

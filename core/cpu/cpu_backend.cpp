@@ -1,4 +1,4 @@
-// CPU backend: FFTW for transforms, OpenBLAS for coil mixing, OpenMP loops for the rest. It is the
+// CPU backend: FFTW for transforms, OpenMP loops for the rest. It is the
 // reference every GPU result is compared with, and the fallback when a session gets no GPU.
 #include <omp.h>
 
@@ -12,6 +12,7 @@
 
 #include "core/backend.h"
 #include "core/cpu/backend_checks.h"
+#include "core/cpu/blas1.h"
 #include "core/cpu/cpu_ops.h"
 #include "core/cpu/fftw_plans.h"
 
@@ -29,10 +30,99 @@ public:
 
     CArray empty(const Shape& shape) override { return CArray::host(shape); }
     CArray zeros(const Shape& shape) override { return CArray::host(shape); }  // host() zero-fills
+    RArray empty_real(const Shape& shape) override { return RArray::host(shape); }
+    RArray zeros_real(const Shape& shape) override { return RArray::host(shape); }
     CArray host_staging(const Shape& shape) override { return CArray::host(shape); }
     CArray to_device(const CArray& a) override { return on_host(a, "to_device"); }
+    RArray to_device(const RArray& a) override { return on_host(a, "to_device"); }
     CArray to_host(const CArray& a) override { return on_host(a, "to_host"); }
+    RArray to_host(const RArray& a) override { return on_host(a, "to_host"); }
+    void copy(const CArray& src, CArray& dst) override { copy_any(src, dst); }
+    void copy(const RArray& src, RArray& dst) override { copy_any(src, dst); }
     void synchronize() override {}
+
+    // Everything is done when the CPU backend returns: the values are copied at once.
+    class ReadyRead final : public PendingRead {
+    public:
+        explicit ReadyRead(const CArray& a) : v_(a.data(), a.data() + a.size()) {}
+        bool ready() override { return true; }
+        const std::vector<cfloat>& wait() override { return v_; }
+
+    private:
+        std::vector<cfloat> v_;
+    };
+    std::unique_ptr<PendingRead> read_async(const CArray& a) override {
+        check(a, "read_async", "a");
+        return std::make_unique<ReadyRead>(a);
+    }
+
+    // ---- BLAS-1 and pointwise
+    void fill(CArray& x, cfloat v) override {
+        check(x, "fill", "x");
+        cpu::fill(x.data(), x.size(), v, threads_);
+    }
+    void fill(RArray& x, float v) override {
+        check(x, "fill", "x");
+        cpu::fill(x.data(), x.size(), v, threads_);
+    }
+    void scale(const Coef& a, const CArray& x, CArray& y) override { blas1(a, x, y, "scale", cpu::scale<cfloat>); }
+    void scale(const Coef& a, const RArray& x, RArray& y) override { blas1(a, x, y, "scale", cpu::scale<float>); }
+    void axpy(const Coef& a, const CArray& x, CArray& y) override { blas1(a, x, y, "axpy", cpu::axpy<cfloat>); }
+    void axpy(const Coef& a, const RArray& x, RArray& y) override { blas1(a, x, y, "axpy", cpu::axpy<float>); }
+    void xpay(const Coef& a, const CArray& x, CArray& y) override { blas1(a, x, y, "xpay", cpu::xpay<cfloat>); }
+    void xpay(const Coef& a, const RArray& x, RArray& y) override { blas1(a, x, y, "xpay", cpu::xpay<float>); }
+
+    void dot(const CArray& x, const CArray& y, CArray& out) override {
+        check_reduction(x, y, out, "dot");
+        out.data()[0] = cfloat(cpu::dot(x.data(), y.data(), x.size(), threads_));
+    }
+    void dot(const RArray& x, const RArray& y, CArray& out) override {
+        check_reduction(x, y, out, "dot");
+        out.data()[0] = cfloat(float(cpu::dot(x.data(), y.data(), x.size(), threads_)), 0.f);
+    }
+    void norm2(const CArray& x, CArray& out) override {
+        check_reduction(x, x, out, "norm2");
+        out.data()[0] = cfloat(float(cpu::dot(x.data(), x.data(), x.size(), threads_).real()), 0.f);
+    }
+    void norm2(const RArray& x, CArray& out) override {
+        check_reduction(x, x, out, "norm2");
+        out.data()[0] = cfloat(float(cpu::dot(x.data(), x.data(), x.size(), threads_)), 0.f);
+    }
+
+    void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b) override {
+        check_pointwise(a, b, out, "mul");
+        cpu::mul(a.data(), b.data(), b.size(), out.data(), a.size(), conj_b, threads_);
+    }
+    void mul(const CArray& a, const RArray& b, CArray& out) override {
+        check_pointwise(a, b, out, "mul");
+        cpu::mul(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
+    }
+    void mul(const RArray& a, const RArray& b, RArray& out) override {
+        check_pointwise(a, b, out, "mul");
+        cpu::mul(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
+    }
+    void div(const CArray& a, const RArray& b, CArray& out) override {
+        check_pointwise(a, b, out, "div");
+        cpu::div(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
+    }
+    void div(const RArray& a, const RArray& b, RArray& out) override {
+        check_pointwise(a, b, out, "div");
+        cpu::div(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
+    }
+    void reduce_conj_mul(const CArray& a, const CArray& b, CArray& out) override {
+        check(a, "reduce_conj_mul", "a");
+        check(b, "reduce_conj_mul", "b");
+        check(out, "reduce_conj_mul", "out");
+        detail::check_reduce(a, b, out);
+        if (out.size() == 0) return;
+        cpu::reduce_conj_mul(a.data(), b.data(), out.size(), a.size() / out.size(), out.data(), threads_);
+    }
+    void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint) override {
+        check(x, "soft_threshold", "x");
+        check(out, "soft_threshold", "out");
+        detail::check_soft_threshold(lambda, x, out, joint);
+        cpu::soft_threshold(lambda, x.data(), out.data(), x.size(), joint, threads_);
+    }
 
     void download_part(const CArray& x, ComplexPart part, float* out) override {
         check(x, "download_part", "x");
@@ -48,86 +138,93 @@ public:
             std::copy(src + i * src_pitch, src + i * src_pitch + row_len, dst.data() + dst_offset + i * dst_pitch);
     }
 
-    void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CArray& dst) override {
-        check(src, "place_lines", "src");
-        check(dst, "place_lines", "dst");
-        const detail::PlaceDims d = detail::check_place_lines(src, where, dst);
-        if (where.empty() || d.l == 0 || d.c == 0) return;
-        cpu::place_lines(src, where, dst, d.l, d.k, d.e, d.c, threads_);
-    }
-
-    void mix_place_lines(const CArray& src, const std::vector<cfloat>& m, const std::vector<LinePlacement>& where,
-                         CArray& dst) override {
-        check(src, "mix_place_lines", "src");
-        check(dst, "mix_place_lines", "dst");
-        const detail::MixPlaceDims d = detail::check_mix_place_lines(src, m.size(), where, dst);
-        if (where.empty() || d.l == 0 || d.c == 0) return;
-        cpu::mix_place_lines(src, m, where, dst, d.l, d.k, d.e, d.d, d.c, threads_);
-    }
-
-    void fft(CArray& x, AxisMask axes, FFTDirection dir) override {
+    void fft(const CArray& x, CArray& y, AxisMask axes, FFTDirection dir) override {
         check(x, "fft", "x");
+        check(y, "fft", "y");
+        detail::check_same_shape(x, "x", y, "y", "fft");
+        detail::check_in_place_or_disjoint(y, "y", x, "x", "fft");
         const AxisMask live = detail::check_fft_axes(x.shape(), axes);
-        if (live == 0 || x.size() == 0) return;
-        const detail::FftwTransform& t = plans_.get(x.shape(), live, dir, x.data());
-        cpu::modulate(x.data(), x.shape(), t.load, threads_);
-        auto* io = reinterpret_cast<fftwf_complex*>(x.data());
+        if (x.size() == 0) return;
+        if (live == 0) {  // every transformed axis has length 1: the identity
+            copy(x, y);
+            return;
+        }
+        const detail::FftwTransform& t = plans_.get(y.shape(), live, dir, y.data());
+        // The load modulation doubles as the copy of an out-of-place input; FFTW then runs in place.
+        cpu::modulate(x.data(), y.data(), y.shape(), t.load, threads_);
+        auto* io = reinterpret_cast<fftwf_complex*>(y.data());
         fftwf_execute_dft(static_cast<fftwf_plan>(t.plan.get()), io, io);
-        cpu::modulate(x.data(), x.shape(), t.store, threads_);
-    }
-
-    void mix_last_axis(const CArray& x, const std::vector<cfloat>& m, CArray& y) override {
-        check(x, "mix_last_axis", "x");
-        check(y, "mix_last_axis", "y");
-        detail::check_mix(x, m.size(), y);
-        cpu::mix_last_axis(x, m, y);
+        cpu::modulate(y.data(), y.data(), y.shape(), t.store, threads_);
     }
 
     void crop_pad_centred(const CArray& src, CArray& dst) override {
         check(src, "crop_pad_centred", "src");
         check(dst, "crop_pad_centred", "dst");
         detail::check_crop_pad(src, dst);
-        if (detail::same_storage(src, dst)) {
-            if (src.shape() == dst.shape()) return;
-            throw std::invalid_argument("crop_pad_centred: dst " + dst.shape().str() + " aliases src " +
-                                        src.shape().str());
-        }
+        if (same_view(src, dst) && src.shape() == dst.shape()) return;
+        detail::check_disjoint(dst, "dst", src, "src", "crop_pad_centred");
         cpu::crop_pad_centred(src, dst, threads_);
     }
 
-    void rss_last_axis(const CArray& x, CArray& y) override {
-        check(x, "rss_last_axis", "x");
-        check(y, "rss_last_axis", "y");
-        detail::check_reduced(x, y, "rss_last_axis");
-        cpu::rss_last_axis(x, y, threads_);
-    }
-
-    void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps) override {
-        check(x, "walsh_sensitivities", "x");
-        check(maps, "walsh_sensitivities", "maps");
-        detail::check_walsh(x, kernel, stride, maps);
-        cpu::walsh_sensitivities(x, kernel, stride, maps, threads_);
-    }
-
-    void combine_last_axis(const CArray& x, const CArray& maps, CArray& y) override {
-        check(x, "combine_last_axis", "x");
-        check(maps, "combine_last_axis", "maps");
-        check(y, "combine_last_axis", "y");
-        detail::check_combine(x, maps, y);
-        cpu::combine_last_axis(x, maps, y, threads_);
-    }
-
-    // The reference: the maps, then the combination.
-    void walsh_combine(const CArray& x, int kernel, int stride, CArray& y) override {
-        check(x, "walsh_combine", "x");
-        check(y, "walsh_combine", "y");
-        detail::check_walsh_combine(x, kernel, stride, y);
-        CArray maps = CArray::host(x.shape());
-        cpu::walsh_sensitivities(x, kernel, stride, maps, threads_);
-        cpu::combine_last_axis(x, maps, y, threads_);
-    }
-
 private:
+    template <class T>
+    void copy_any(const Array<T>& src, Array<T>& dst) {
+        check(src, "copy", "src");
+        check(dst, "copy", "dst");
+        detail::check_copy_sizes(src.size(), dst.size(), src.shape(), dst.shape());
+        if (same_view(src, dst) || src.size() == 0) return;
+        detail::check_disjoint(dst, "dst", src, "src", "copy");
+        std::memcpy(dst.data(), src.data(), src.bytes());
+    }
+
+    // The coefficient's value; a zero denominator gives 0, so a step that has exactly converged
+    // (a zero search direction) stays put instead of turning the iterate into NaN.
+    static cfloat coefficient(const Coef& a, const char* op) {
+        detail::check_coef(a, Device::Cpu, op);
+        // In double, as on the GPU: ratios of squared norms can leave float's normal range.
+        std::complex<double> v(a.value);
+        if (a.num.storage()) v *= std::complex<double>(a.num.data()[0]);
+        if (a.den.storage()) {
+            const std::complex<double> d(a.den.data()[0]);
+            v = d == std::complex<double>(0.0, 0.0) ? std::complex<double>(0.0, 0.0) : v / d;
+        }
+        return cfloat(v);
+    }
+
+    template <class T, class F>
+    void blas1(const Coef& a, const Array<T>& x, Array<T>& y, const char* op, F f) {
+        check(x, op, "x");
+        check(y, op, "y");
+        detail::check_same_shape(x, "x", y, "y", op);
+        detail::check_in_place_or_disjoint(y, "y", x, "x", op);
+        f(coefficient(a, op), x.data(), y.data(), x.size(), threads_);
+    }
+
+    template <class T>
+    void check_reduction(const Array<T>& x, const Array<T>& y, const CArray& out, const char* op) {
+        check(x, op, "x");
+        check(y, op, "y");
+        check(out, op, "out");
+        detail::check_same_shape(x, "x", y, "y", op);
+        detail::check_scalar_out(out, op);
+    }
+
+    template <class A, class B>
+    void check_pointwise(const Array<A>& a, const Array<B>& b, const Array<A>& out, const char* op) {
+        check(a, op, "a");
+        check(b, op, "b");
+        check(out, op, "out");
+        detail::check_same_shape(a, "a", out, "out", op);
+        detail::check_broadcast(a, b, op);
+        detail::check_in_place_or_disjoint(out, "out", a, "a", op);
+        if (b.size() == a.size())
+            detail::check_in_place_or_disjoint(out, "out", b, "b", op);
+        else
+            detail::check_disjoint(out, "out", b, "b", op);
+        if (a.size() != 0 && b.size() == 0)
+            throw std::invalid_argument(std::string(op) + ": b " + b.shape().str() + " is empty");
+    }
+
     static int resolve(int threads) {
         if (threads < 0) throw std::invalid_argument("make_cpu_backend: threads " + std::to_string(threads) + " < 0");
         if (threads > 0) return threads;
@@ -135,14 +232,16 @@ private:
         return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     }
 
-    static CArray on_host(const CArray& a, const char* op) {
+    template <class T>
+    static Array<T> on_host(const Array<T>& a, const char* op) {
         if (a.device() != Device::Cpu)
             throw std::invalid_argument(std::string(op) + ": the cpu backend cannot read a " + device_name(a.device()) +
                                         " array " + a.shape().str() + "; use that array's backend");
         return a;
     }
 
-    static void check(const CArray& a, const char* op, const char* name) {
+    template <class T>
+    static void check(const Array<T>& a, const char* op, const char* name) {
         detail::check_device(a, Device::Cpu, op, name);
         detail::check_allocated(a, op, name);
     }

@@ -1,4 +1,5 @@
-// Centring modulation (centring.h) applied in one pass over the array: rows along x are independent,
+// Centring modulation (centring.h) applied in one pass over the array (out may be in: in place; else
+// the pass is also the copy of an out-of-place transform's input): rows along x are independent,
 // so each thread takes whole rows and forms the product of the other axes' factors once per row.
 #include <omp.h>
 
@@ -6,7 +7,7 @@
 
 namespace larmor::cpu {
 
-void modulate(cfloat* data, const Shape& s, const std::vector<std::vector<cfloat>>& tables, int threads) {
+void modulate(const cfloat* in, cfloat* out, const Shape& s, const std::vector<std::vector<cfloat>>& tables, int threads) {
     const int rank = s.rank();
     if (rank == 0 || s.size() == 0) return;
     const size_t nx = s[0];
@@ -21,16 +22,13 @@ void modulate(cfloat* data, const Shape& s, const std::vector<std::vector<cfloat
             rem /= s[a];
             if (!tables[static_cast<size_t>(a)].empty()) f *= tables[static_cast<size_t>(a)][i];
         }
-        cfloat* row = data + static_cast<size_t>(r) * nx;
-        if (tx.empty()) {
-            for (size_t x = 0; x < nx; ++x) row[x] *= f;
-        } else {
-            for (size_t x = 0; x < nx; ++x) {
-                const cfloat w = f * tx[x];
-                const float re = row[x].real() * w.real() - row[x].imag() * w.imag();
-                const float im = row[x].real() * w.imag() + row[x].imag() * w.real();
-                row[x] = cfloat(re, im);
-            }
+        const cfloat* src = in + static_cast<size_t>(r) * nx;
+        cfloat* row = out + static_cast<size_t>(r) * nx;
+        for (size_t x = 0; x < nx; ++x) {
+            const cfloat w = tx.empty() ? f : f * tx[x];
+            const float re = src[x].real() * w.real() - src[x].imag() * w.imag();
+            const float im = src[x].real() * w.imag() + src[x].imag() * w.real();
+            row[x] = cfloat(re, im);
         }
     }
 }

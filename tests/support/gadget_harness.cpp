@@ -9,8 +9,6 @@
 
 #include <ismrmrd/dataset.h>
 
-#include "gadgets/line_ops.h"
-
 namespace larmor::test {
 
 SessionContext make_session(const std::string& header_xml, std::shared_ptr<Backend> backend,
@@ -49,10 +47,7 @@ void GadgetHarness::deliver(size_t index, Message msg) {
         output_.push_back(std::move(msg));
         return;
     }
-    Gadget& g = *gadgets_[index];
-    if (auto* acq = std::get_if<Acquisition>(&msg); acq && !acq->pending.empty() && !g.handles_pending_line_ops())
-        materialize(*acq);
-    g.process(std::move(msg), *stages_[index]);
+    gadgets_[index]->process(std::move(msg), *stages_[index]);
 }
 
 void GadgetHarness::push(Message msg) { deliver(0, std::move(msg)); }

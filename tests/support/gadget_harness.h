@@ -2,8 +2,8 @@
 // A tiny synchronous driver for gadget tests: gadgets run in order on the calling thread, each
 // message going all the way down before push() returns, and whatever leaves the last gadget is
 // collected. It mirrors what the chain runner guarantees a gadget (start before the first message,
-// finish in order, pending line operations materialised for gadgets that do not handle them)
-// without its threads and queues, so a failing test points at a gadget, not at the runner.
+// finish in order) without its threads and queues, so a failing test points at a gadget, not at
+// the runner.
 #include <memory>
 #include <string>
 #include <vector>

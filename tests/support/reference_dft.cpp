@@ -59,6 +59,12 @@ std::vector<cdouble> reference_centred_dft(const std::vector<cdouble>& x, const 
     return y;
 }
 
+void fft_rebind(Backend& be, CArray& x, AxisMask axes, FFTDirection dir) {
+    CArray y = be.empty(x.shape());
+    be.fft(x, y, axes, dir);
+    x = y;
+}
+
 std::vector<cdouble> to_double(const CArray& a) {
     require_host(a, "to_double");
     std::vector<cdouble> v(a.size());

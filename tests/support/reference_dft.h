@@ -16,6 +16,10 @@ using cdouble = std::complex<double>;
 std::vector<cdouble> reference_centred_dft(const std::vector<cdouble>& x, const Shape& shape, AxisMask axes,
                                            FFTDirection dir);
 
+// x = the backend's FFT of x in a fresh array (x is rebound; other handles keep the input): the
+// out-of-place transform as the FFT tests use it.
+void fft_rebind(Backend& be, CArray& x, AxisMask axes, FFTDirection dir);
+
 // Host CArray <-> double vectors (the CArray must live on the host).
 std::vector<cdouble> to_double(const CArray& a);
 CArray from_double(const std::vector<cdouble>& x, const Shape& shape);

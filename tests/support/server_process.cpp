@@ -294,7 +294,7 @@ bool WireConnection::closed_by_peer(std::chrono::seconds timeout) {
 std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages) {
     std::vector<std::string> out;
     for (const auto& m : messages)
-        if (const auto* t = std::get_if<Text>(&m)) out.push_back(t->text);
+        if (const auto* t = std::get_if<wire::Text>(&m)) out.push_back(t->text);
     return out;
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::test {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::test {
 

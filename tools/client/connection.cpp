@@ -1,4 +1,4 @@
-#include "tools/client/connection.h"
+#include "connection.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::client {
 

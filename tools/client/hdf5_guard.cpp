@@ -1,4 +1,4 @@
-#include "tools/client/hdf5_guard.h"
+#include "hdf5_guard.h"
 
 #include <stdexcept>
 

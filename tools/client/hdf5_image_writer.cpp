@@ -3,8 +3,8 @@
 
 #include <ismrmrd/dataset.h>
 
-#include "tools/client/hdf5_guard.h"
-#include "tools/client/image_output.h"
+#include "hdf5_guard.h"
+#include "image_output.h"
 
 namespace larmor::client {
 
@@ -16,7 +16,7 @@ Hdf5ImageWriter::~Hdf5ImageWriter() {
     dataset_.reset();
 }
 
-void Hdf5ImageWriter::write(const Image& im) {
+void Hdf5ImageWriter::write(const wire::Image& im) {
     std::lock_guard<std::mutex> lock(hdf5_mutex());
     try {
         if (!dataset_) dataset_ = open_dataset(file_, group_, true);

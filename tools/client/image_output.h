@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "gadgets/message.h"
+#include "wire/messages.h"
 
 namespace ISMRMRD {
 class Dataset;
@@ -18,7 +18,7 @@ public:
     Hdf5ImageWriter(std::string file, std::string group);
     ~Hdf5ImageWriter();
     // Appends the image to <group>/image_<image_series_index>; the file is created on the first image.
-    void write(const Image& im);
+    void write(const wire::Image& im);
 
 private:
     std::string file_, group_;
@@ -31,7 +31,7 @@ public:
     // One greyscale PNG per 2D slice (and channel): magnitude for complex data, windowed to the
     // 0.5th..99.5th percentile. Named <series>_<index>.png, with _<z> / _c<channel> when there are
     // several, and a _<n> suffix should a name repeat within the session.
-    void write(const Image& im);
+    void write(const wire::Image& im);
 
 private:
     std::string dir_;

@@ -1,4 +1,4 @@
-#include "tools/client/input_file.h"
+#include "input_file.h"
 
 #include <filesystem>
 #include <mutex>
@@ -7,7 +7,7 @@
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/xml.h>
 
-#include "tools/client/hdf5_guard.h"
+#include "hdf5_guard.h"
 
 namespace larmor::client {
 
@@ -31,7 +31,7 @@ InputFile::~InputFile() {
     dataset_.reset();
 }
 
-void InputFile::read_acquisition(uint32_t i, Acquisition& out) {
+void InputFile::read_acquisition(uint32_t i, wire::Acquisition& out) {
     ISMRMRD::Acquisition acq;
     {
         std::lock_guard<std::mutex> lock(hdf5_mutex());
@@ -47,7 +47,7 @@ void InputFile::read_acquisition(uint32_t i, Acquisition& out) {
     out.data.assign(acq.getDataPtr(), acq.getDataPtr() + acq.getNumberOfDataElements());
 }
 
-void InputFile::read_waveform(uint32_t i, Waveform& out) {
+void InputFile::read_waveform(uint32_t i, wire::Waveform& out) {
     ISMRMRD::Waveform wav;
     {
         std::lock_guard<std::mutex> lock(hdf5_mutex());

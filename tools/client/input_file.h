@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "gadgets/message.h"
+#include "wire/messages.h"
 
 namespace ISMRMRD {
 class Dataset;
@@ -23,8 +23,8 @@ public:
     uint32_t waveforms() const { return waveforms_; }
 
     // Fills out (reusing its buffers) with acquisition / waveform i.
-    void read_acquisition(uint32_t i, Acquisition& out);
-    void read_waveform(uint32_t i, Waveform& out);
+    void read_acquisition(uint32_t i, wire::Acquisition& out);
+    void read_waveform(uint32_t i, wire::Waveform& out);
 
 private:
     std::string file_;

@@ -4,9 +4,9 @@
 #include <exception>
 #include <iostream>
 
-#include "tools/client/hdf5_guard.h"
-#include "tools/client/options.h"
-#include "tools/client/session.h"
+#include "hdf5_guard.h"
+#include "options.h"
+#include "session.h"
 
 int main(int argc, char** argv) {
     using namespace larmor::client;

@@ -1,4 +1,4 @@
-#include "tools/client/options.h"
+#include "options.h"
 
 #include <ctime>
 #include <iomanip>

@@ -8,7 +8,7 @@
 
 #include <png.h>
 
-#include "tools/client/image_output.h"
+#include "image_output.h"
 
 namespace larmor::client {
 
@@ -74,7 +74,7 @@ PngImageWriter::PngImageWriter(std::string dir) : dir_(std::move(dir)) {
     if (ec) throw std::runtime_error("cannot create the PNG directory '" + dir_ + "': " + ec.message());
 }
 
-void PngImageWriter::write(const Image& im) {
+void PngImageWriter::write(const wire::Image& im) {
     const auto& h = im.head;
     const size_t nx = h.matrix_size[0], ny = h.matrix_size[1], nz = h.matrix_size[2];
     const size_t plane = nx * ny;

@@ -1,9 +1,11 @@
-#include "tools/client/receiver.h"
+#include "receiver.h"
+
+#include <unistd.h>
 
 #include <iostream>
 #include <system_error>
 
-#include "tools/client/connection.h"
+#include "connection.h"
 
 namespace larmor::client {
 
@@ -17,18 +19,22 @@ std::string trimmed(const std::string& s) {
 
 }  // namespace
 
-Receiver::Receiver(const Options& opts) : opts_(opts), hdf5_(opts.out_file, opts.out_group) {
+Receiver::Receiver(const Options& opts)
+    : opts_(opts), hdf5_(opts.out_file, opts.out_group), texts_(std::cerr, ::isatty(STDERR_FILENO) == 1) {
     if (!opts.png_dir.empty()) png_ = std::make_unique<PngImageWriter>(opts.png_dir);
 }
 
 void Receiver::handle(wire::WireMessage& msg, ReceiveResult& result) {
-    if (auto* im = std::get_if<Image>(&msg)) {
+    if (auto* text = std::get_if<wire::Text>(&msg)) {
+        const bool progress = texts_.show(text->text);
+        if (!progress && text->text.find("ERROR") != std::string::npos) result.server_error = true;
+        return;
+    }
+    texts_.end_status_line();  // whatever follows must not land on the progress line
+    if (auto* im = std::get_if<wire::Image>(&msg)) {
         hdf5_.write(*im);
         if (png_) png_->write(*im);
         ++result.images;
-    } else if (auto* text = std::get_if<Text>(&msg)) {
-        std::cerr << "[server] " << trimmed(text->text) << std::endl;
-        if (text->text.find("ERROR") != std::string::npos) result.server_error = true;
     } else if (auto* resp = std::get_if<wire::Response>(&msg)) {
         std::cout << trimmed(resp->text) << std::endl;
         ++result.responses;
@@ -64,6 +70,7 @@ ReceiveResult Receiver::run(wire::ByteReader& in, std::atomic<bool>& done) {
     } catch (const std::exception& e) {
         result.error = e.what();
     }
+    texts_.end_status_line();
     done.store(true);
     return result;
 }

@@ -5,9 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "server/wire.h"
-#include "tools/client/image_output.h"
-#include "tools/client/options.h"
+#include "wire/codec.h"
+#include "image_output.h"
+#include "options.h"
+#include "server_text.h"
 
 namespace larmor::client {
 
@@ -15,7 +16,7 @@ struct ReceiveResult {
     uint64_t images = 0;
     uint64_t responses = 0;
     bool closed = false;        // the server sent CLOSE
-    bool server_error = false;  // a TEXT from the server contained "ERROR"
+    bool server_error = false;  // a TEXT from the server (not a progress line) contained "ERROR"
     std::string error;          // what ended the session abnormally (protocol, socket, output), or empty
 };
 
@@ -24,7 +25,8 @@ public:
     explicit Receiver(const Options& opts);
 
     // Reads and handles messages until CLOSE or an error; sets `done` before returning either way.
-    // IMAGE -> HDF5 (and PNG), TEXT -> stderr "[server] ...", RESPONSE -> stdout.
+    // IMAGE -> HDF5 (and PNG), TEXT -> stderr "[server] ..." (progress lines: see server_text.h),
+    // RESPONSE -> stdout.
     ReceiveResult run(wire::ByteReader& in, std::atomic<bool>& done);
 
 private:
@@ -33,6 +35,7 @@ private:
     const Options& opts_;
     Hdf5ImageWriter hdf5_;
     std::unique_ptr<PngImageWriter> png_;
+    ServerTextDisplay texts_;
 };
 
 }  // namespace larmor::client

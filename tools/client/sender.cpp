@@ -1,10 +1,10 @@
-#include "tools/client/sender.h"
+#include "sender.h"
 
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-#include "server/wire.h"
+#include "wire/codec.h"
 
 namespace larmor::client {
 
@@ -28,10 +28,10 @@ void send_dataset(SocketWriter& out, InputFile& in, const Options& opts, const s
     out.flush();  // let the server build its chain while we read the file
 
     // One message of each kind, refilled in place, so their buffers are allocated once.
-    wire::WireMessage acq_msg{Acquisition{}};
-    wire::WireMessage wav_msg{Waveform{}};
-    auto& acq = std::get<Acquisition>(acq_msg);
-    auto& wav = std::get<Waveform>(wav_msg);
+    wire::WireMessage acq_msg{wire::Acquisition{}};
+    wire::WireMessage wav_msg{wire::Waveform{}};
+    auto& acq = std::get<wire::Acquisition>(acq_msg);
+    auto& wav = std::get<wire::Waveform>(wav_msg);
 
     // Waveforms (ECG, respiration) go out before the first acquisition that is not older than them,
     // as they were recorded; the rest after the last acquisition.

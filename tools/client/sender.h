@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "tools/client/connection.h"
-#include "tools/client/input_file.h"
-#include "tools/client/options.h"
+#include "connection.h"
+#include "input_file.h"
+#include "options.h"
 
 namespace larmor::client {
 

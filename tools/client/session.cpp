@@ -1,4 +1,4 @@
-#include "tools/client/session.h"
+#include "session.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "tools/client/connection.h"
-#include "tools/client/input_file.h"
-#include "tools/client/receiver.h"
-#include "tools/client/sender.h"
+#include "connection.h"
+#include "input_file.h"
+#include "receiver.h"
+#include "sender.h"
 
 namespace larmor::client {
 

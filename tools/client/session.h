@@ -1,7 +1,7 @@
 #pragma once
 // One client session end to end: connect, send on this thread while a second thread receives, then
 // judge the outcome. Returns the process exit code (0 only for a clean session).
-#include "tools/client/options.h"
+#include "options.h"
 
 namespace larmor::client {
 

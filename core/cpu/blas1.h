@@ -1,0 +1,36 @@
+#pragma once
+// BLAS-1 and pointwise loops of the CPU backend (core/backend.h gives the semantics), OpenMP over
+// `threads`. Arguments are validated by the caller (backend_checks.h). Reductions accumulate in
+// double, in a fixed order for a given thread count, so results repeat run to run.
+#include <complex>
+#include <cstddef>
+
+#include "core/array.h"
+
+namespace larmor::cpu {
+
+using cdouble = std::complex<double>;
+
+template <class T>
+void fill(T* x, size_t n, T v, int threads);
+// y = a x, y += a x, y = x + a y (x and y may be the same array).
+template <class T>
+void scale(cfloat a, const T* x, T* y, size_t n, int threads);
+template <class T>
+void axpy(cfloat a, const T* x, T* y, size_t n, int threads);
+template <class T>
+void xpay(cfloat a, const T* x, T* y, size_t n, int threads);
+// sum conj(x) y
+cdouble dot(const cfloat* x, const cfloat* y, size_t n, int threads);
+double dot(const float* x, const float* y, size_t n, int threads);
+// out[i] = a[i] * op(b[i % nb]), op = conj when conj_b (complex b only).
+void mul(const cfloat* a, const cfloat* b, size_t nb, cfloat* out, size_t n, bool conj_b, int threads);
+void mul(const cfloat* a, const float* b, size_t nb, cfloat* out, size_t n, int threads);
+void mul(const float* a, const float* b, size_t nb, float* out, size_t n, int threads);
+void div(const cfloat* a, const float* b, size_t nb, cfloat* out, size_t n, int threads);
+void div(const float* a, const float* b, size_t nb, float* out, size_t n, int threads);
+// out[i] = sum_k conj(a[i + k n]) b[i + k n], k < groups.
+void reduce_conj_mul(const cfloat* a, const cfloat* b, size_t n, size_t groups, cfloat* out, int threads);
+void soft_threshold(float lambda, const cfloat* x, cfloat* out, size_t n, size_t joint, int threads);
+
+}  // namespace larmor::cpu

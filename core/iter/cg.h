@@ -1,0 +1,67 @@
+#pragma once
+// Conjugate gradients (Hestenes & Stiefel 1952) for N x = b with N Hermitian positive definite, the
+// solver of CG-SENSE (Pruessmann et al., MRM 46:638, 2001) and of every l2-regularised least-squares
+// reconstruction: with N = A^H A + lambda I and b = A^H y it minimises ||A x - y||^2 + lambda ||x||^2.
+//
+// All scalars (<r, r>, <p, N p>) stay on the backend's device and enter the vector updates as
+// device coefficients (core/backend.h Coef), so an iteration queues its work without waiting for the
+// GPU. ||r_k||^2 travels to the host asynchronously; update() k+1 waits for iteration k's value only
+// after queuing iteration k+1, so the device never idles while the host decides whether to go on.
+// The price: the tolerance test sees the residual one iteration late, so the solver may run one
+// iteration past it (a better x, never a worse one).
+#include <memory>
+#include <vector>
+
+#include "core/iter/alg.h"
+#include "core/linops/linop.h"
+
+namespace larmor {
+
+struct CGOptions {
+    int max_iterations = 30;
+    // Stop once ||r_k|| / ||b|| <= tolerance (0: run max_iterations).
+    double tolerance = 0.0;
+};
+
+class ConjugateGradient final : public Alg {
+public:
+    // n: the Hermitian positive definite operator (ishape == oshape); b: the right-hand side;
+    // x: the start, updated in place (the caller's array, e.g. zeros). All on n's backend.
+    ConjugateGradient(LinOp n, const CArray& b, CArray x, CGOptions options);
+
+    void update() override;
+    bool done() const override;
+    int iteration() const override { return iteration_; }
+
+    // ||r_k|| / ||b|| for k = 0 .. iteration() (entry 0: the start); waits for the last iteration.
+    const std::vector<double>& residuals() const;
+    double residual() const { return residuals().back(); }
+    const CArray& x() const { return x_; }
+
+private:
+    // Records a residual read and applies the stopping rule.
+    void absorb(double rr) const;
+
+    LinOp n_;
+    Backend& be_;
+    CGOptions opt_;
+    CArray x_, r_, p_, np_;
+    CArray scalars_;                 // [rr, rr_new, pNp, bb] on the device
+    CArray rr_, rr_new_, pnp_, bb_;  // views of scalars_
+    double b_norm2_ = 0.0;
+    int iteration_ = 0;
+    // Residuals arrive late (see above): the pending read of the latest iteration, and what is known.
+    mutable std::unique_ptr<Backend::PendingRead> pending_;
+    mutable bool converged_ = false;
+    mutable std::vector<double> residuals_;
+};
+
+// N = A^H A + lambda I as an operator (A's normal(), so its overrides apply).
+LinOp tikhonov_normal(LinOp a, float lambda);
+
+// The regularised least-squares problem min ||A x - y||^2 + lambda ||x||^2 set up for CG: computes
+// b = A^H y and returns the solver (x: start and result, on A's backend).
+std::unique_ptr<ConjugateGradient> cg_least_squares(LinOp a, const CArray& y, CArray x, float lambda,
+                                                    CGOptions options);
+
+}  // namespace larmor

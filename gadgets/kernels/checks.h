@@ -1,0 +1,163 @@
+#pragma once
+// Argument validation of the gadget kernels (gadgets/kernels), shared by their CPU and CUDA
+// implementations so that both reject the same calls with the same words. Every message names the
+// offending value.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/cpu/backend_checks.h"
+#include "gadgets/kernels/line_placement.h"
+
+namespace larmor::kernels::checks {
+
+using larmor::detail::without_last_axis;
+
+// mix_last_axis: x [..., D], y [..., C], m C*D. Returns {N, D, C} with N the product of the other axes.
+struct MixDims {
+    size_t n, d, c;
+};
+inline MixDims check_mix(const CArray& x, size_t m_size, const CArray& y) {
+    const Shape& xs = x.shape();
+    const Shape& ys = y.shape();
+    if (xs.rank() < 1) throw std::invalid_argument("mix_last_axis: x has rank 0");
+    if (ys.rank() != xs.rank())
+        throw std::invalid_argument("mix_last_axis: y " + ys.str() + " and x " + xs.str() + " differ in rank");
+    for (int a = 0; a + 1 < xs.rank(); ++a)
+        if (xs[a] != ys[a])
+            throw std::invalid_argument("mix_last_axis: y " + ys.str() + " and x " + xs.str() + " differ in axis " +
+                                        std::to_string(a));
+    MixDims dm{xs.size() / (xs[xs.rank() - 1] ? xs[xs.rank() - 1] : 1), xs[xs.rank() - 1], ys[ys.rank() - 1]};
+    if (m_size != dm.c * dm.d)
+        throw std::invalid_argument("mix_last_axis: matrix has " + std::to_string(m_size) + " entries, expected C*D = " +
+                                    std::to_string(dm.c) + "*" + std::to_string(dm.d) + " for x " + xs.str() +
+                                    " and y " + ys.str());
+    if (overlaps(x, y))
+        throw std::invalid_argument("mix_last_axis: y " + ys.str() + " aliases x; the product needs a distinct output");
+    return dm;
+}
+
+// rss / combine: y has x's shape without its last axis.
+inline void check_reduced(const CArray& x, const CArray& y, const char* op) {
+    if (x.shape().rank() < 1) throw std::invalid_argument(std::string(op) + ": x has rank 0");
+    if (y.shape() != without_last_axis(x.shape()))
+        throw std::invalid_argument(std::string(op) + ": y " + y.shape().str() + " should be " +
+                                    without_last_axis(x.shape()).str() + " for x " + x.shape().str());
+}
+
+inline void check_combine(const CArray& x, const CArray& maps, const CArray& y) {
+    if (maps.shape() != x.shape())
+        throw std::invalid_argument("combine_last_axis: maps " + maps.shape().str() + " differ from x " + x.shape().str());
+    check_reduced(x, y, "combine_last_axis");
+}
+
+inline void check_walsh_parameters(const CArray& x, int kernel, int stride, const char* op) {
+    if (x.shape().rank() < 3)
+        throw std::invalid_argument(std::string(op) + ": x " + x.shape().str() + " should be [X, Y, Z..., C]");
+    if (kernel < 1) throw std::invalid_argument(std::string(op) + ": kernel " + std::to_string(kernel) + " < 1");
+    if (stride < 1)
+        throw std::invalid_argument(std::string(op) + ": stride " + std::to_string(stride) +
+                                    " < 1 (grid spacing of the coil-map estimate, 1 = every pixel)");
+}
+
+inline void check_walsh(const CArray& x, int kernel, int stride, const CArray& maps) {
+    check_walsh_parameters(x, kernel, stride, "walsh_sensitivities");
+    if (maps.shape() != x.shape())
+        throw std::invalid_argument("walsh_sensitivities: maps " + maps.shape().str() + " differ from x " +
+                                    x.shape().str());
+    if (overlaps(x, maps))
+        throw std::invalid_argument("walsh_sensitivities: maps alias x " + x.shape().str());
+}
+
+inline void check_walsh_combine(const CArray& x, int kernel, int stride, const CArray& y) {
+    check_walsh_parameters(x, kernel, stride, "walsh_combine");
+    check_reduced(x, y, "walsh_combine");
+    if (overlaps(x, y)) throw std::invalid_argument("walsh_combine: y aliases x " + x.shape().str());
+}
+
+// place_lines: same first and last axis, placements inside both arrays and distinct.
+struct PlaceDims {
+    size_t l, k, e, c;
+};
+// Placements into the e lines of dst, from the k lines of src: in range and distinct.
+inline void check_placements(const std::vector<LinePlacement>& where, size_t k, size_t e, const char* op,
+                             const Shape& ss, const Shape& ds) {
+    if (where.size() > k)
+        throw std::invalid_argument(std::string(op) + ": " + std::to_string(where.size()) + " placements for the " +
+                                    std::to_string(k) + " lines of src " + ss.str());
+    std::vector<bool> seen(e, false);
+    for (size_t q = 0; q < where.size(); ++q) {
+        const size_t line = where[q].line;
+        if (line >= e)
+            throw std::invalid_argument(std::string(op) + ": placement " + std::to_string(q) + " targets line " +
+                                        std::to_string(line) + " of dst " + ds.str() + ", which has " +
+                                        std::to_string(e) + " lines");
+        if (seen[line])
+            throw std::invalid_argument(std::string(op) + ": line " + std::to_string(line) +
+                                        " is targeted twice in one call");
+        seen[line] = true;
+    }
+}
+
+inline PlaceDims check_place_lines(const CArray& src, const std::vector<LinePlacement>& where,
+                                   const CArray& dst) {
+    const Shape& ss = src.shape();
+    const Shape& ds = dst.shape();
+    if (ss.rank() < 2 || ds.rank() < 2)
+        throw std::invalid_argument("place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " need at least two axes [L, ..., C]");
+    if (ss[0] != ds[0] || ss[ss.rank() - 1] != ds[ds.rank() - 1])
+        throw std::invalid_argument("place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " differ in the line length (first axis) or the channels (last axis)");
+    PlaceDims d{ss[0], 0, 0, ss[ss.rank() - 1]};
+    d.k = d.l != 0 && d.c != 0 ? ss.size() / (d.l * d.c) : 0;
+    d.e = d.l != 0 && d.c != 0 ? ds.size() / (d.l * d.c) : 0;
+    check_placements(where, d.k, d.e, "place_lines", ss, ds);
+    if (overlaps(src, dst)) throw std::invalid_argument("place_lines: dst " + ds.str() + " aliases src");
+    return d;
+}
+
+// mix_place_lines: src [L, K, D], dst [L, E, C], m of C * D entries.
+struct MixPlaceDims {
+    size_t l, k, e, d, c;
+};
+inline MixPlaceDims check_mix_place_lines(const CArray& src, size_t m_size,
+                                          const std::vector<LinePlacement>& where, const CArray& dst) {
+    const Shape& ss = src.shape();
+    const Shape& ds = dst.shape();
+    if (ss.rank() < 2 || ds.rank() < 2)
+        throw std::invalid_argument("mix_place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " need at least two axes [L, ..., channels]");
+    if (ss[0] != ds[0])
+        throw std::invalid_argument("mix_place_lines: src " + ss.str() + " and dst " + ds.str() +
+                                    " differ in the line length (first axis)");
+    MixPlaceDims d{ss[0], 0, 0, ss[ss.rank() - 1], ds[ds.rank() - 1]};
+    if (m_size != d.c * d.d)
+        throw std::invalid_argument("mix_place_lines: matrix has " + std::to_string(m_size) +
+                                    " entries, expected C*D = " + std::to_string(d.c) + "*" + std::to_string(d.d) +
+                                    " for src " + ss.str() + " and dst " + ds.str());
+    d.k = d.l != 0 && d.d != 0 ? ss.size() / (d.l * d.d) : 0;
+    d.e = d.l != 0 && d.c != 0 ? ds.size() / (d.l * d.c) : 0;
+    check_placements(where, d.k, d.e, "mix_place_lines", ss, ds);
+    if (overlaps(src, dst)) throw std::invalid_argument("mix_place_lines: dst " + ds.str() + " aliases src");
+    return d;
+}
+
+// Walsh window along x and y: offsets [-kernel/2, kernel - 1 - kernel/2], clamped to the image.
+inline int walsh_lo(int kernel) { return kernel / 2; }
+inline int walsh_hi(int kernel) { return kernel - 1 - kernel / 2; }
+// Walsh grid along an axis of n pixels at spacing `stride`: points g_i = min(i * stride, n - 1),
+// i = 0..walsh_grid_size(n, stride) - 1, so the first is 0 and the last n - 1 (the last interval may
+// be shorter). Maps are exact at grid points and bilinearly interpolated in between.
+inline size_t walsh_grid_size(size_t n, int stride) {
+    return n == 0 ? 0 : (n - 1 + static_cast<size_t>(stride) - 1) / static_cast<size_t>(stride) + 1;
+}
+inline size_t walsh_grid_coord(size_t i, int stride, size_t n) {
+    const size_t g = i * static_cast<size_t>(stride);
+    return g < n - 1 ? g : n - 1;
+}
+// Power iterations for the dominant eigenvector (both backends use the same count and start vector,
+// so they agree even where the eigengap is small).
+constexpr int kWalshIterations = 20;
+
+}  // namespace larmor::kernels::checks

@@ -1,0 +1,37 @@
+#include "gadgets/sense/cartesian_sense.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "core/linops/algebra.h"
+#include "core/linops/sampled_fft.h"
+#include "core/linops/sense.h"
+
+namespace larmor {
+
+CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& kspace,
+                               const std::vector<uint8_t>& sampled, const CArray& maps, float lambda,
+                               CGOptions options) {
+    const Shape& s = kspace.shape();
+    if (s.rank() != 4)
+        throw std::invalid_argument("cg_sense: k-space " + s.str() + " should be [RO, E1, E2, C]");
+    if (maps.shape() != s)
+        throw std::invalid_argument("cg_sense: coil maps " + maps.shape().str() + " do not match k-space " + s.str());
+    const size_t ro = s[0], e1 = s[1], e2 = s[2];
+    if (sampled.size() != e1 * e2)
+        throw std::invalid_argument("cg_sense: sampling mask of " + std::to_string(sampled.size()) + " lines for " +
+                                    std::to_string(e1) + " x " + std::to_string(e2) + " phase encodes");
+    // The mask of sampled lines, repeated along the readout (broadcast over the coils).
+    RArray mask = RArray::host({ro, e1, e2});
+    for (size_t l = 0; l < e1 * e2; ++l)
+        if (sampled[l]) std::fill(mask.data() + l * ro, mask.data() + (l + 1) * ro, 1.f);
+    const AxisMask axes = e2 > 1 ? 0b111u : 0b011u;
+    CartesianSense p;
+    p.encoding = compose(sampled_fft(backend, s, axes, mask), sense(backend, maps));
+    p.image = backend->zeros({ro, e1, e2});
+    p.solver = cg_least_squares(p.encoding, kspace, p.image, lambda, options);
+    return p;
+}
+
+}  // namespace larmor

@@ -1,0 +1,30 @@
+#pragma once
+// The CG-SENSE problem of one Cartesian k-space buffer (Pruessmann et al., "Advances in sensitivity
+// encoding with arbitrary k-space trajectories", MRM 46:638, 2001), set up on the operator core:
+//   E = M F S: coil maps S, centred FFT F over x, y (and z), the sampled lines M;
+//   x = argmin ||E x - y||^2 + lambda ||x||^2, by CG on (E^H E + lambda I) x = E^H y from x = 0.
+// With unit-norm maps and a unitary FFT, E^H E has its spectrum in [0, 1], so lambda is relative to
+// the data term whatever the scale of the data. The gadget runs the solver's loop (progress,
+// deadline); benchmarks and tests use the same set-up.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/iter/cg.h"
+#include "core/linops/linop.h"
+
+namespace larmor {
+
+struct CartesianSense {
+    LinOp encoding;                          // E: [RO, E1, E2] -> [RO, E1, E2, C]
+    CArray image;                            // x, updated by the solver
+    std::unique_ptr<ConjugateGradient> solver;
+};
+
+// kspace [RO, E1, E2, C] on the backend, unsampled lines zero; sampled: (e1, e2) lines acquired (E1
+// fastest, 1 = sampled); maps [RO, E1, E2, C] on the backend.
+CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& kspace,
+                               const std::vector<uint8_t>& sampled, const CArray& maps, float lambda,
+                               CGOptions options);
+
+}  // namespace larmor

@@ -1,0 +1,472 @@
+// Gadgetron / MRD streaming wire protocol: encode and decode of every message (../shared/docs/protocol.md).
+//
+// Decoding never trusts a length field: every variable-length part is checked against Limits before
+// anything is allocated, and large blocks are read in chunks into reserved (not yet touched) memory, so
+// a peer that announces a large message and then stops sending costs us only what it actually sent.
+#include "wire/codec.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace larmor::wire {
+
+// The wire is little-endian and structs go on it byte-for-byte, so the host must be little-endian.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire codec assumes a little-endian host");
+// The ISMRMRD 1.8 C structs (packed to 2 bytes, except the waveform header) are exactly the wire images.
+static_assert(sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader) == kAcquisitionHeaderBytes, "AcquisitionHeader size");
+static_assert(sizeof(ISMRMRD::ISMRMRD_ImageHeader) == kImageHeaderBytes, "ImageHeader size");
+static_assert(sizeof(ISMRMRD::ISMRMRD_WaveformHeader) == kWaveformHeaderBytes, "WaveformHeader size");
+static_assert(std::is_trivially_copyable_v<ISMRMRD::ISMRMRD_AcquisitionHeader> &&
+                  std::is_trivially_copyable_v<ISMRMRD::ISMRMRD_ImageHeader> &&
+                  std::is_trivially_copyable_v<ISMRMRD::ISMRMRD_WaveformHeader>,
+              "headers are copied with memcpy");
+static_assert(sizeof(std::complex<float>) == 8, "complex64 on the wire");
+
+namespace {
+
+constexpr int kFlagCompression1 = 53;  // ZFP-compressed acquisition data
+constexpr int kFlagCompression2 = 54;  // NHLBI-compressed acquisition data
+
+// Big payloads are read this much at a time (see the file comment).
+constexpr size_t kReadChunkBytes = size_t{16} << 20;
+
+const char* bare_name(uint16_t id) {
+    switch (id) {
+        case kConfigFile: return "CONFIG_FILE";
+        case kConfigScript: return "CONFIG_SCRIPT";
+        case kParameterScript: return "PARAMETER_SCRIPT";
+        case kClose: return "CLOSE";
+        case kText: return "TEXT";
+        case kQuery: return "QUERY";
+        case kResponse: return "RESPONSE";
+        case kAcquisition: return "ACQUISITION";
+        case kDicomWithName: return "DICOM_WITHNAME";
+        case kDependencyQuery: return "DEPENDENCY_QUERY";
+        case kImage: return "IMAGE";
+        case kWaveform: return "WAVEFORM";
+        default: return nullptr;
+    }
+}
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+// Bytes per pixel of an ISMRMRD image data_type, 0 for an unknown type.
+size_t pixel_bytes(uint16_t data_type) {
+    switch (data_type) {
+        case 1: case 2: return 2;   // ushort, short
+        case 3: case 4: return 4;   // uint, int
+        case 5: return 4;           // float
+        case 6: return 8;           // double
+        case 7: return 8;           // complex float
+        case 8: return 16;          // complex double
+        default: return 0;
+    }
+}
+
+bool flag_set(uint64_t flags, int flag) { return (flags >> (flag - 1)) & 1u; }
+
+// a*b*... with overflow detection; false when the product does not fit in 64 bits.
+bool checked_product(std::initializer_list<uint64_t> factors, uint64_t& out) {
+    uint64_t p = 1;
+    for (uint64_t f : factors)
+        if (__builtin_mul_overflow(p, f, &p)) return false;
+    out = p;
+    return true;
+}
+
+// Pixel bytes an image header announces; throws ProtocolError on an unknown data type or overflow.
+uint64_t image_pixel_bytes(const ISMRMRD::ISMRMRD_ImageHeader& h) {
+    size_t elem = pixel_bytes(h.data_type);
+    if (elem == 0) throw ProtocolError("IMAGE: unknown data_type " + num(h.data_type) + " (expected 1..8)");
+    uint64_t bytes = 0;
+    if (!checked_product({h.matrix_size[0], h.matrix_size[1], h.matrix_size[2], h.channels, elem}, bytes))
+        throw ProtocolError("IMAGE: pixel data size of matrix " + num(h.matrix_size[0]) + "x" + num(h.matrix_size[1]) +
+                            "x" + num(h.matrix_size[2]) + " with " + num(h.channels) + " channels overflows 64 bits");
+    return bytes;
+}
+
+std::string describe_matrix(const ISMRMRD::ISMRMRD_ImageHeader& h) {
+    return "matrix " + num(h.matrix_size[0]) + "x" + num(h.matrix_size[1]) + "x" + num(h.matrix_size[2]) + ", " +
+           num(h.channels) + " channels, data_type " + num(h.data_type);
+}
+
+void strip_trailing_nuls(std::string& s) {
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+}
+
+void check_limit(const char* msg, const char* what, uint64_t value, uint64_t limit) {
+    if (value > limit)
+        throw ProtocolError(std::string(msg) + ": " + what + " " + num(value) + " exceeds the limit " + num(limit));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Decoding
+
+// Reads the parts of one message whose id is already known, turning an end of stream inside it into
+// a ProtocolError that names the message and the part (the peer broke the framing).
+class MessageReader {
+public:
+    MessageReader(ByteReader& in, const char* name) : in_(in), name_(name) {}
+
+    void bytes(void* dst, size_t n, const char* part) {
+        try {
+            in_.read_exact(dst, n);
+        } catch (const EndOfStream& e) {
+            throw ProtocolError(std::string("truncated ") + name_ + " message: stream ended in " + part + " (" +
+                                num(n) + " bytes expected): " + e.what());
+        }
+    }
+
+    template <typename T>
+    T pod(const char* part) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        T v;
+        bytes(&v, sizeof v, part);
+        return v;
+    }
+
+    // Reads count elements into a vector or string, touching memory only as bytes arrive (see the file
+    // comment).
+    template <typename Container>
+    void vector(Container& out, uint64_t count, const char* part) {
+        using T = typename Container::value_type;
+        static_assert(std::is_trivially_copyable_v<T>);
+        out.clear();
+        out.reserve(static_cast<size_t>(count));
+        const size_t chunk = std::max<size_t>(1, kReadChunkBytes / sizeof(T));
+        while (out.size() < count) {
+            size_t done = out.size();
+            size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
+            out.resize(done + n);
+            bytes(out.data() + done, n * sizeof(T), part);
+        }
+    }
+
+    std::string string(uint64_t len, const char* part) {
+        std::string s;
+        vector(s, len, part);
+        return s;
+    }
+
+    // u32 or u64 length prefix (named `what` in errors), bounded, then that many bytes (named `part`).
+    // Gadgetron's clients send scripts with the C string's NUL counted in the length; the text ends
+    // before it, so trailing NULs are dropped (as for image meta).
+    template <typename LenT>
+    std::string sized_string(uint64_t limit, const char* what, const char* part) {
+        uint64_t len = pod<LenT>(what);
+        check_limit(name_, what, len, limit);
+        std::string s = string(len, part);
+        strip_trailing_nuls(s);
+        return s;
+    }
+
+private:
+    ByteReader& in_;
+    const char* name_;
+};
+
+ConfigFile read_config_file(MessageReader& r) {
+    char buf[kConfigFileNameBytes];
+    r.bytes(buf, sizeof buf, "config name");
+    const void* nul = std::memchr(buf, '\0', sizeof buf);
+    if (!nul)
+        throw ProtocolError("CONFIG_FILE: name is not NUL-terminated within " + num(kConfigFileNameBytes) + " bytes");
+    return ConfigFile{std::string(buf, static_cast<size_t>(static_cast<const char*>(nul) - buf))};
+}
+
+Query read_query(MessageReader& r, const Limits& limits) {
+    Query q;
+    q.reserved = r.pod<uint64_t>("reserved");
+    q.correlation_id = r.pod<uint64_t>("correlation_id");
+    q.key = r.sized_string<uint64_t>(limits.max_text_bytes, "key length", "key");
+    return q;
+}
+
+Response read_response(MessageReader& r, const Limits& limits) {
+    Response resp;
+    resp.correlation_id = r.pod<uint64_t>("correlation_id");
+    resp.text = r.sized_string<uint64_t>(limits.max_text_bytes, "text length", "text");
+    return resp;
+}
+
+Acquisition read_acquisition(MessageReader& r, const Limits& limits) {
+    Acquisition acq;
+    r.bytes(&acq.head, kAcquisitionHeaderBytes, "header");
+    const auto& h = acq.head;
+    if (flag_set(h.flags, kFlagCompression1) || flag_set(h.flags, kFlagCompression2))
+        throw ProtocolError("compressed acquisition data (flag 53/54) is not supported");
+    check_limit("ACQUISITION", "active_channels", h.active_channels, limits.max_channels);
+    check_limit("ACQUISITION", "number_of_samples", h.number_of_samples, limits.max_samples);
+    check_limit("ACQUISITION", "trajectory_dimensions", h.trajectory_dimensions, limits.max_trajectory_dimensions);
+    // All three are uint16 and bounded above, so these products cannot overflow.
+    r.vector(acq.traj, uint64_t{h.number_of_samples} * h.trajectory_dimensions, "trajectory");
+    r.vector(acq.data, uint64_t{h.number_of_samples} * h.active_channels, "data");
+    return acq;
+}
+
+Waveform read_waveform(MessageReader& r, const Limits& limits) {
+    Waveform w;
+    r.bytes(&w.head, kWaveformHeaderBytes, "header");
+    check_limit("WAVEFORM", "channels", w.head.channels, limits.max_channels);
+    check_limit("WAVEFORM", "number_of_samples", w.head.number_of_samples, limits.max_samples);
+    r.vector(w.data, uint64_t{w.head.number_of_samples} * w.head.channels, "data");
+    return w;
+}
+
+Image read_image(MessageReader& r, const Limits& limits) {
+    Image im;
+    r.bytes(&im.head, kImageHeaderBytes, "header");
+    // Validate the header before reading on, so a bad data type is named rather than misframed.
+    uint64_t pixels = image_pixel_bytes(im.head);
+    if (pixels > limits.max_image_bytes)
+        throw ProtocolError("IMAGE: pixel data " + num(pixels) + " bytes (" + describe_matrix(im.head) +
+                            ") exceeds the limit " + num(limits.max_image_bytes));
+    uint64_t meta_len = r.pod<uint64_t>("attribute length");
+    check_limit("IMAGE", "attribute length", meta_len, limits.max_meta_bytes);
+    im.meta = r.string(meta_len, "attributes");
+    // Gadgetron 3.x and >= 4.5 count a terminating NUL in the length; the text itself ends before it.
+    strip_trailing_nuls(im.meta);
+    im.head.attribute_string_len = static_cast<uint32_t>(im.meta.size());
+    r.vector(im.pixels, pixels, "pixel data");
+    return im;
+}
+
+DicomWithName read_dicom(MessageReader& r, const Limits& limits) {
+    DicomWithName d;
+    uint64_t n = r.pod<uint32_t>("DICOM length");
+    check_limit("DICOM_WITHNAME", "DICOM length", n, limits.max_image_bytes);
+    r.vector(d.dicom, n, "DICOM bytes");
+    d.filename = r.sized_string<uint64_t>(limits.max_text_bytes, "file name length", "file name");
+    d.meta_xml = r.sized_string<uint64_t>(limits.max_meta_bytes, "meta length", "meta");
+    return d;
+}
+
+WireMessage read_body(uint16_t id, MessageReader& r, const Limits& limits) {
+    switch (id) {
+        case kConfigFile: return read_config_file(r);
+        case kConfigScript: return ConfigScript{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")};
+        case kParameterScript:
+            return ParameterScript{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")};
+        case kClose: return Close{};
+        case kText: return Text{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")};
+        case kQuery: return read_query(r, limits);
+        case kResponse: return read_response(r, limits);
+        case kAcquisition: return read_acquisition(r, limits);
+        case kWaveform: return read_waveform(r, limits);
+        case kImage: return read_image(r, limits);
+        case kDependencyQuery:
+            return DependencyQuery{r.sized_string<uint64_t>(limits.max_meta_bytes, "length", "text")};
+        case kDicomWithName: return read_dicom(r, limits);
+        default: throw ProtocolError("unknown message id " + num(id));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Encoding. Emit writes the message in pieces to a sink (put(const void*, size_t)), so write_message
+// sends large payloads straight from the message without building a copy first. Outgoing messages that
+// cannot be framed correctly are our own bug, reported as std::invalid_argument.
+
+template <typename T, typename Put>
+void put_pod(Put& put, const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put(&v, sizeof v);
+}
+
+template <typename LenT, typename Put>
+void put_sized(Put& put, const std::string& s, const char* what) {
+    if (s.size() > std::numeric_limits<LenT>::max())
+        throw std::invalid_argument(std::string(what) + ": length " + num(s.size()) + " does not fit the length field");
+    put_pod(put, static_cast<LenT>(s.size()));
+    put(s.data(), s.size());
+}
+
+template <typename Put>
+void emit_config_file(Put& put, const ConfigFile& m) {
+    if (m.name.size() >= kConfigFileNameBytes || m.name.find('\0') != std::string::npos)
+        throw std::invalid_argument("CONFIG_FILE: name of " + num(m.name.size()) +
+                                    " bytes must be shorter than 1024 and contain no NUL");
+    char buf[kConfigFileNameBytes] = {};
+    std::memcpy(buf, m.name.data(), m.name.size());
+    put(buf, sizeof buf);
+}
+
+template <typename Put>
+void emit_acquisition(Put& put, const Acquisition& a) {
+    const auto& h = a.head;
+    if (flag_set(h.flags, kFlagCompression1) || flag_set(h.flags, kFlagCompression2))
+        throw std::invalid_argument("ACQUISITION: cannot encode compressed data (flag 53/54)");
+    const size_t traj = size_t{h.number_of_samples} * h.trajectory_dimensions;
+    const size_t data = size_t{h.number_of_samples} * h.active_channels;
+    if (a.traj.size() != traj || a.data.size() != data)
+        throw std::invalid_argument("ACQUISITION: header says " + num(h.number_of_samples) + " samples, " +
+                                    num(h.active_channels) + " channels, " + num(h.trajectory_dimensions) +
+                                    " trajectory dimensions but holds " + num(a.traj.size()) + " trajectory and " +
+                                    num(a.data.size()) + " data values");
+    put(&h, kAcquisitionHeaderBytes);
+    put(a.traj.data(), traj * sizeof(float));
+    put(a.data.data(), data * sizeof(std::complex<float>));
+}
+
+template <typename Put>
+void emit_waveform(Put& put, const Waveform& w) {
+    const size_t n = size_t{w.head.number_of_samples} * w.head.channels;
+    if (w.data.size() != n)
+        throw std::invalid_argument("WAVEFORM: header says " + num(w.head.number_of_samples) + " samples, " +
+                                    num(w.head.channels) + " channels but holds " + num(w.data.size()) + " values");
+    // The header has natural alignment: zero its padding so the bytes on the wire are deterministic.
+    using H = ISMRMRD::ISMRMRD_WaveformHeader;
+    unsigned char buf[kWaveformHeaderBytes] = {};
+    auto field = [&](size_t off, const void* src, size_t n) { std::memcpy(buf + off, src, n); };
+    const H& h = w.head;
+    field(offsetof(H, version), &h.version, sizeof h.version);
+    field(offsetof(H, flags), &h.flags, sizeof h.flags);
+    field(offsetof(H, measurement_uid), &h.measurement_uid, sizeof h.measurement_uid);
+    field(offsetof(H, scan_counter), &h.scan_counter, sizeof h.scan_counter);
+    field(offsetof(H, time_stamp), &h.time_stamp, sizeof h.time_stamp);
+    field(offsetof(H, number_of_samples), &h.number_of_samples, sizeof h.number_of_samples);
+    field(offsetof(H, channels), &h.channels, sizeof h.channels);
+    field(offsetof(H, sample_time_us), &h.sample_time_us, sizeof h.sample_time_us);
+    field(offsetof(H, waveform_id), &h.waveform_id, sizeof h.waveform_id);
+    put(buf, sizeof buf);
+    put(w.data.data(), n * sizeof(uint32_t));
+}
+
+template <typename Put>
+void emit_image(Put& put, const Image& im) {
+    uint64_t pixels = 0;
+    try {
+        pixels = image_pixel_bytes(im.head);
+    } catch (const ProtocolError& e) {
+        throw std::invalid_argument(e.what());
+    }
+    if (im.pixels.size() != pixels)
+        throw std::invalid_argument("IMAGE: header says " + num(pixels) + " pixel bytes (" + describe_matrix(im.head) +
+                                    ") but holds " + num(im.pixels.size()));
+    // Exact meta length, no NUL, and the header's attribute_string_len agreeing with it (protocol.md).
+    size_t meta_len = im.meta.size();
+    while (meta_len > 0 && im.meta[meta_len - 1] == '\0') --meta_len;
+    if (meta_len > UINT32_MAX)
+        throw std::invalid_argument("IMAGE: meta of " + num(meta_len) + " bytes does not fit attribute_string_len");
+    ISMRMRD::ISMRMRD_ImageHeader h = im.head;
+    h.attribute_string_len = static_cast<uint32_t>(meta_len);
+    put(&h, kImageHeaderBytes);
+    put_pod(put, static_cast<uint64_t>(meta_len));
+    put(im.meta.data(), meta_len);
+    put(im.pixels.data(), im.pixels.size());
+}
+
+template <typename Put>
+void emit_dicom(Put& put, const DicomWithName& d) {
+    if (d.dicom.size() > UINT32_MAX)
+        throw std::invalid_argument("DICOM_WITHNAME: " + num(d.dicom.size()) + " bytes do not fit the u32 length");
+    put_pod(put, static_cast<uint32_t>(d.dicom.size()));
+    put(d.dicom.data(), d.dicom.size());
+    put_sized<uint64_t>(put, d.filename, "DICOM_WITHNAME file name");
+    put_sized<uint64_t>(put, d.meta_xml, "DICOM_WITHNAME meta");
+}
+
+// The body of each message; every part is validated before the first byte is put.
+template <typename Put>
+struct BodyEmitter {
+    Put& put;
+    void operator()(const ConfigFile& m) const { emit_config_file(put, m); }
+    void operator()(const ConfigScript& m) const { put_sized<uint32_t>(put, m.text, "CONFIG_SCRIPT"); }
+    void operator()(const ParameterScript& m) const { put_sized<uint32_t>(put, m.xml, "PARAMETER_SCRIPT"); }
+    void operator()(const Close&) const {}
+    void operator()(const Text& m) const { put_sized<uint32_t>(put, m.text, "TEXT"); }
+    void operator()(const Query& m) const {
+        put_pod(put, m.reserved);
+        put_pod(put, m.correlation_id);
+        put_sized<uint64_t>(put, m.key, "QUERY key");
+    }
+    void operator()(const Response& m) const {
+        put_pod(put, m.correlation_id);
+        put_sized<uint64_t>(put, m.text, "RESPONSE");
+    }
+    void operator()(const Acquisition& m) const { emit_acquisition(put, m); }
+    void operator()(const Waveform& m) const { emit_waveform(put, m); }
+    void operator()(const Image& m) const { emit_image(put, m); }
+    void operator()(const DependencyQuery& m) const { put_sized<uint64_t>(put, m.meta_xml, "DEPENDENCY_QUERY"); }
+    void operator()(const DicomWithName& m) const { emit_dicom(put, m); }
+};
+
+template <typename Put>
+void emit(Put& put, const WireMessage& msg) {
+    // The id goes out just before the body's first piece, so a message rejected by validation leaves
+    // nothing half-written in the sink (the stream stays framed).
+    bool id_sent = false;
+    const uint16_t id = message_id(msg);
+    auto put_after_id = [&](const void* p, size_t n) {
+        if (!id_sent) {
+            put(&id, sizeof id);
+            id_sent = true;
+        }
+        if (n > 0) put(p, n);
+    };
+    std::visit(BodyEmitter<decltype(put_after_id)>{put_after_id}, msg);
+    if (!id_sent) put(&id, sizeof id);  // CLOSE has no body
+}
+
+}  // namespace
+
+WireMessage read_message(ByteReader& in, const Limits& limits) {
+    // The id is read a byte at a time so a stream that ends after its first byte counts as truncated,
+    // and only an end before any byte is a clean EndOfStream.
+    uint8_t id_bytes[2];
+    in.read_exact(&id_bytes[0], 1);  // EndOfStream here is the clean end
+    try {
+        in.read_exact(&id_bytes[1], 1);
+    } catch (const EndOfStream& e) {
+        throw ProtocolError(std::string("truncated message id: stream ended after 1 of 2 bytes: ") + e.what());
+    }
+    const uint16_t id = static_cast<uint16_t>(id_bytes[0] | (id_bytes[1] << 8));
+    const char* name = bare_name(id);
+    if (!name) throw ProtocolError("unknown message id " + num(id));
+    MessageReader r(in, name);
+    return read_body(id, r, limits);
+}
+
+std::vector<uint8_t> encode(const WireMessage& msg) {
+    std::vector<uint8_t> out;
+    auto put = [&out](const void* p, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        out.insert(out.end(), b, b + n);
+    };
+    emit(put, msg);
+    return out;
+}
+
+void write_message(ByteWriter& out, const WireMessage& msg) {
+    auto put = [&out](const void* p, size_t n) { out.write_all(p, n); };
+    emit(put, msg);
+}
+
+uint16_t message_id(const WireMessage& msg) {
+    struct Ids {
+        uint16_t operator()(const ConfigFile&) const { return kConfigFile; }
+        uint16_t operator()(const ConfigScript&) const { return kConfigScript; }
+        uint16_t operator()(const ParameterScript&) const { return kParameterScript; }
+        uint16_t operator()(const Close&) const { return kClose; }
+        uint16_t operator()(const Text&) const { return kText; }
+        uint16_t operator()(const Query&) const { return kQuery; }
+        uint16_t operator()(const Response&) const { return kResponse; }
+        uint16_t operator()(const Acquisition&) const { return kAcquisition; }
+        uint16_t operator()(const Waveform&) const { return kWaveform; }
+        uint16_t operator()(const Image&) const { return kImage; }
+        uint16_t operator()(const DependencyQuery&) const { return kDependencyQuery; }
+        uint16_t operator()(const DicomWithName&) const { return kDicomWithName; }
+    };
+    return std::visit(Ids{}, msg);
+}
+
+std::string id_name(uint16_t id) {
+    const char* name = bare_name(id);
+    return std::string(name ? name : "unknown") + "(" + num(id) + ")";
+}
+
+}  // namespace larmor::wire

@@ -1,0 +1,102 @@
+#pragma once
+// Gadgetron / MRD streaming wire protocol (../shared/docs/protocol.md): framing, encode and decode
+// of every message. Shared by larmor-server and larmor-client, and links ISMRMRD only. Nothing here
+// trusts a length field: every variable-length part is checked against Limits before anything is
+// allocated.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "wire/messages.h"
+
+namespace larmor::wire {
+
+enum MessageId : uint16_t {
+    kConfigFile = 1,
+    kConfigScript = 2,
+    kParameterScript = 3,
+    kClose = 4,
+    kText = 5,
+    kQuery = 6,
+    kResponse = 7,
+    kAcquisition = 1008,
+    kDicomWithName = 1018,
+    kDependencyQuery = 1019,
+    kImage = 1022,
+    kWaveform = 1026,
+};
+
+// Sizes on the wire of the ISMRMRD 1.8 structs.
+constexpr size_t kAcquisitionHeaderBytes = 340;
+constexpr size_t kImageHeaderBytes = 198;
+constexpr size_t kWaveformHeaderBytes = 40;
+constexpr size_t kConfigFileNameBytes = 1024;
+
+// Bounds on what a peer may make us allocate. Defaults suit clinical data with a wide margin.
+struct Limits {
+    uint64_t max_text_bytes = 64u << 20;        // config scripts, XML header, text, query keys
+    uint32_t max_channels = 1024;               // ISMRMRD channel masks allow 1024
+    uint32_t max_samples = 65535;               // uint16 number_of_samples
+    uint32_t max_trajectory_dimensions = 4;
+    uint64_t max_image_bytes = 2ull << 30;      // one image's pixels
+    uint64_t max_meta_bytes = 64u << 20;
+};
+
+// A protocol violation by the peer. The message names the offending value.
+class ProtocolError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// End of stream before a message was complete (or before the next message started).
+class EndOfStream : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct ConfigFile { std::string name; };
+struct ConfigScript { std::string text; };
+struct ParameterScript { std::string xml; };
+struct Close {};
+struct Query { uint64_t reserved = 0; uint64_t correlation_id = 0; std::string key; };
+struct Response { uint64_t correlation_id = 0; std::string text; };
+struct DependencyQuery { std::string meta_xml; };
+struct DicomWithName { std::vector<uint8_t> dicom; std::string filename; std::string meta_xml; };
+
+using WireMessage = std::variant<ConfigFile, ConfigScript, ParameterScript, Close, Text, Query, Response,
+                                 Acquisition, Waveform, Image, DependencyQuery, DicomWithName>;
+
+// Source of bytes: read exactly n bytes or throw (EndOfStream at a clean EOF, other exceptions for
+// timeouts and socket errors).
+class ByteReader {
+public:
+    virtual ~ByteReader() = default;
+    virtual void read_exact(void* dst, size_t n) = 0;
+};
+
+class ByteWriter {
+public:
+    virtual ~ByteWriter() = default;
+    virtual void write_all(const void* src, size_t n) = 0;
+};
+
+// Reads one whole message. Throws EndOfStream when the stream ends before its id, ProtocolError on
+// an unknown id, a length over Limits, compressed data (flags 53/54) or a truncated message.
+WireMessage read_message(ByteReader& in, const Limits& limits);
+
+// Encodes one message, id included, into bytes ready for the socket.
+std::vector<uint8_t> encode(const WireMessage& msg);
+
+// Convenience: encode + write_all.
+void write_message(ByteWriter& out, const WireMessage& msg);
+
+// Name of a message id for logs ("ACQUISITION(1008)"), "unknown(N)" otherwise.
+std::string id_name(uint16_t id);
+
+// The id a message goes on the wire with (for logs: id_name(message_id(msg))).
+uint16_t message_id(const WireMessage& msg);
+
+}  // namespace larmor::wire
