@@ -404,15 +404,7 @@ private:
         check_ours(a, name, "a");
         check_ours(b, name, "b");
         check_ours(out, name, "out");
-        detail::check_same_shape(a, "a", out, "out", name);
-        detail::check_broadcast(a, b, name);
-        detail::check_in_place_or_disjoint(out, "out", a, "a", name);
-        if (b.size() == a.size())
-            detail::check_in_place_or_disjoint(out, "out", b, "b", name);
-        else
-            detail::check_disjoint(out, "out", b, "b", name);
-        if (a.size() == 0) return;
-        if (b.size() == 0) throw std::invalid_argument(std::string(name) + ": b " + b.shape().str() + " is empty");
+        if (!detail::check_pointwise(a, b, out, name)) return;
         DeviceGuard g(ctx_->device());
         cuda::launch_pointwise(op, dev(a), dev(b), count(b.size()), dev(out), count(a.size()), ctx_->stream());
     }

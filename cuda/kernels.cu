@@ -6,26 +6,14 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 #include "cuda/launch_size.h"
+#include "cuda/vec_types.cuh"
 
 namespace larmor::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 unsigned grid_for(long long work, long long cap = 1 << 20) { return grid_stride_blocks(work, kThreads, cap); }
-
-template <int V>
-struct Vec;
-template <>
-struct Vec<1> {
-    using T = float2;
-};
-template <>
-struct Vec<2> {
-    using T = float4;
-};
 
 __global__ void modulation_kernel(float2* data, long long size, ModulationArgs a) {
     for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < size;
@@ -158,13 +146,6 @@ __global__ void half_swap_kernel(float2* __restrict__ d, HalfSwapArgs a, long lo
         }
     }
 }
-
-// Coil reductions: two pixels per thread with 16-byte loads (V = 2) or one (V = 1). A block covers
-// 32 pixel groups with kCoilWarps warps: warp w sums coils w, w + kCoilWarps, ... of the same 32
-// groups (each load a contiguous 512 or 256 bytes), and the warps' partial sums meet in shared
-// memory. One thread per pixel pair looping over all coils gave 32 768 threads for a 256^2 image,
-// 8 warps per SM, too few loads in flight to stream 17 MB: 19 us for the Walsh combination (ncu,
-// H200), ~2.4x its bandwidth time.
 
 }  // namespace
 

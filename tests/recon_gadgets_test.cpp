@@ -25,6 +25,7 @@
 #include "gadgets/line_ops.h"
 #include "gadgets/typed_gadget.h"
 #include "tests/support/gadget_harness.h"
+#include "tests/support/image_masks.h"
 #include "tests/support/reference_dft.h"
 #include "tools/phantom/phantom.h"
 
@@ -596,18 +597,9 @@ TEST(RealData, PrewhitenedNoiseHasIdentityCovariance) {
 // The support is the object in the ACS image (smooth, unaliased), grown by a margin for its blur.
 std::vector<char> support_of(const std::vector<float>& img, size_t nx, size_t ny, float threshold, int margin) {
     const float peak = *std::max_element(img.begin(), img.end());
-    std::vector<char> core(img.size(), 0), grown(img.size(), 0);
+    std::vector<char> core(img.size(), 0);
     for (size_t i = 0; i < img.size(); ++i) core[i] = img[i] > threshold * peak;
-    for (size_t y = 0; y < ny; ++y)
-        for (size_t x = 0; x < nx; ++x) {
-            if (!core[y * nx + x]) continue;
-            for (int dy = -margin; dy <= margin; ++dy)
-                for (int dx = -margin; dx <= margin; ++dx) {
-                    const long yy = long(y) + dy, xx = long(x) + dx;
-                    if (yy >= 0 && xx >= 0 && yy < long(ny) && xx < long(nx)) grown[size_t(yy) * nx + size_t(xx)] = 1;
-                }
-        }
-    return grown;
+    return test::grow(core, nx, ny, margin);
 }
 
 double energy_outside(const std::vector<float>& img, const std::vector<char>& support) {

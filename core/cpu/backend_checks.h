@@ -117,6 +117,22 @@ inline void check_broadcast(const Array<A>& a, const Array<B>& b, const char* op
                                     " nor the shape of its leading axes, so it cannot be broadcast over a");
 }
 
+// mul / div: out of a's shape, b broadcast over a's trailing axes; out may be a (or an equally
+// shaped b) itself but must not partly overlap them. Returns false when there is nothing to do.
+template <class A, class B>
+inline bool check_pointwise(const Array<A>& a, const Array<B>& b, const Array<A>& out, const char* op) {
+    check_same_shape(a, "a", out, "out", op);
+    check_broadcast(a, b, op);
+    check_in_place_or_disjoint(out, "out", a, "a", op);
+    if (b.size() == a.size())
+        check_in_place_or_disjoint(out, "out", b, "b", op);
+    else
+        check_disjoint(out, "out", b, "b", op);
+    if (a.size() == 0) return false;
+    if (b.size() == 0) throw std::invalid_argument(std::string(op) + ": b " + b.shape().str() + " is empty");
+    return true;
+}
+
 inline void check_scalar_out(const CArray& out, const char* op) {
     if (out.size() != 1)
         throw std::invalid_argument(std::string(op) + ": out " + out.shape().str() +

@@ -93,54 +93,44 @@ double dot(const float* x, const float* y, size_t n, int threads) {
     return ordered_sum<double>(n, threads, [&](size_t i) { return double(x[i]) * double(y[i]); });
 }
 
-void mul(const cfloat* a, const cfloat* b, size_t nb, cfloat* out, size_t n, bool conj_b, int threads) {
+namespace {
+
+// out[g nb + i] = f(a[g nb + i], b[i]): b broadcast over the trailing axes of a.
+template <class A, class B, class F>
+void broadcast(const A* a, const B* b, size_t nb, A* out, size_t n, int threads, F f) {
     const size_t groups = n / nb;
 #pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
     for (ll g = 0; g < ll(groups); ++g)
         for (ll i = 0; i < ll(nb); ++i) {
             const size_t k = size_t(g) * nb + size_t(i);
-            out[k] = cmul(a[k], conj_b ? std::conj(b[i]) : b[i]);
+            out[k] = f(a[k], b[i]);
         }
+}
+
+}  // namespace
+
+void mul(const cfloat* a, const cfloat* b, size_t nb, cfloat* out, size_t n, bool conj_b, int threads) {
+    if (conj_b)
+        broadcast(a, b, nb, out, n, threads, [](cfloat x, cfloat w) { return cmul(x, std::conj(w)); });
+    else
+        broadcast(a, b, nb, out, n, threads, [](cfloat x, cfloat w) { return cmul(x, w); });
 }
 
 void mul(const cfloat* a, const float* b, size_t nb, cfloat* out, size_t n, int threads) {
-    const size_t groups = n / nb;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (ll g = 0; g < ll(groups); ++g)
-        for (ll i = 0; i < ll(nb); ++i) {
-            const size_t k = size_t(g) * nb + size_t(i);
-            out[k] = cmul(a[k], b[i]);
-        }
+    broadcast(a, b, nb, out, n, threads, [](cfloat x, float w) { return cmul(x, w); });
 }
 
 void mul(const float* a, const float* b, size_t nb, float* out, size_t n, int threads) {
-    const size_t groups = n / nb;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (ll g = 0; g < ll(groups); ++g)
-        for (ll i = 0; i < ll(nb); ++i) {
-            const size_t k = size_t(g) * nb + size_t(i);
-            out[k] = cmul(a[k], b[i]);
-        }
+    broadcast(a, b, nb, out, n, threads, [](float x, float w) { return x * w; });
 }
 
 void div(const cfloat* a, const float* b, size_t nb, cfloat* out, size_t n, int threads) {
-    const size_t groups = n / nb;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (ll g = 0; g < ll(groups); ++g)
-        for (ll i = 0; i < ll(nb); ++i) {
-            const size_t k = size_t(g) * nb + size_t(i);
-            out[k] = b[i] != 0.f ? cmul(a[k], 1.f / b[i]) : cfloat(0.f, 0.f);
-        }
+    broadcast(a, b, nb, out, n, threads,
+              [](cfloat x, float w) { return w != 0.f ? cmul(x, 1.f / w) : cfloat(0.f, 0.f); });
 }
 
 void div(const float* a, const float* b, size_t nb, float* out, size_t n, int threads) {
-    const size_t groups = n / nb;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (ll g = 0; g < ll(groups); ++g)
-        for (ll i = 0; i < ll(nb); ++i) {
-            const size_t k = size_t(g) * nb + size_t(i);
-            out[k] = b[i] != 0.f ? a[k] / b[i] : 0.f;
-        }
+    broadcast(a, b, nb, out, n, threads, [](float x, float w) { return w != 0.f ? x / w : 0.f; });
 }
 
 void reduce_conj_mul(const cfloat* a, const cfloat* b, size_t n, size_t groups, cfloat* out, int threads) {

@@ -90,23 +90,23 @@ public:
     }
 
     void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b) override {
-        check_pointwise(a, b, out, "mul");
+        if (!check_pointwise(a, b, out, "mul")) return;
         cpu::mul(a.data(), b.data(), b.size(), out.data(), a.size(), conj_b, threads_);
     }
     void mul(const CArray& a, const RArray& b, CArray& out) override {
-        check_pointwise(a, b, out, "mul");
+        if (!check_pointwise(a, b, out, "mul")) return;
         cpu::mul(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
     }
     void mul(const RArray& a, const RArray& b, RArray& out) override {
-        check_pointwise(a, b, out, "mul");
+        if (!check_pointwise(a, b, out, "mul")) return;
         cpu::mul(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
     }
     void div(const CArray& a, const RArray& b, CArray& out) override {
-        check_pointwise(a, b, out, "div");
+        if (!check_pointwise(a, b, out, "div")) return;
         cpu::div(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
     }
     void div(const RArray& a, const RArray& b, RArray& out) override {
-        check_pointwise(a, b, out, "div");
+        if (!check_pointwise(a, b, out, "div")) return;
         cpu::div(a.data(), b.data(), b.size(), out.data(), a.size(), threads_);
     }
     void reduce_conj_mul(const CArray& a, const CArray& b, CArray& out) override {
@@ -210,19 +210,11 @@ private:
     }
 
     template <class A, class B>
-    void check_pointwise(const Array<A>& a, const Array<B>& b, const Array<A>& out, const char* op) {
+    bool check_pointwise(const Array<A>& a, const Array<B>& b, const Array<A>& out, const char* op) {
         check(a, op, "a");
         check(b, op, "b");
         check(out, op, "out");
-        detail::check_same_shape(a, "a", out, "out", op);
-        detail::check_broadcast(a, b, op);
-        detail::check_in_place_or_disjoint(out, "out", a, "a", op);
-        if (b.size() == a.size())
-            detail::check_in_place_or_disjoint(out, "out", b, "b", op);
-        else
-            detail::check_disjoint(out, "out", b, "b", op);
-        if (a.size() != 0 && b.size() == 0)
-            throw std::invalid_argument(std::string(op) + ": b " + b.shape().str() + " is empty");
+        return detail::check_pointwise(a, b, out, op);
     }
 
     static int resolve(int threads) {

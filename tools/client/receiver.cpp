@@ -9,16 +9,6 @@
 
 namespace larmor::client {
 
-namespace {
-
-// Server text usually ends in a newline; print it as one line either way.
-std::string trimmed(const std::string& s) {
-    size_t end = s.find_last_not_of("\r\n");
-    return end == std::string::npos ? std::string() : s.substr(0, end + 1);
-}
-
-}  // namespace
-
 Receiver::Receiver(const Options& opts)
     : opts_(opts), hdf5_(opts.out_file, opts.out_group), texts_(std::cerr, ::isatty(STDERR_FILENO) == 1) {
     if (!opts.png_dir.empty()) png_ = std::make_unique<PngImageWriter>(opts.png_dir);

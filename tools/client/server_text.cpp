@@ -3,15 +3,11 @@
 #include "wire/progress.h"
 
 namespace larmor::client {
-namespace {
 
-// Server text usually ends in a newline; print it as one line either way.
 std::string trimmed(const std::string& s) {
     size_t end = s.find_last_not_of("\r\n");
     return end == std::string::npos ? std::string() : s.substr(0, end + 1);
 }
-
-}  // namespace
 
 bool ServerTextDisplay::show(const std::string& text) {
     const std::string line = "[server] " + trimmed(text);

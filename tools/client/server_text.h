@@ -12,6 +12,9 @@
 
 namespace larmor::client {
 
+// Server text without its trailing line breaks (it usually ends in one; printed as one line either way).
+std::string trimmed(const std::string& s);
+
 class ServerTextDisplay {
 public:
     // `terminal`: `out` is an interactive terminal (isatty), where '\r' returns to the line start.
