@@ -1,6 +1,10 @@
 #pragma once
 // The numerical primitives every operator and gadget is built from, implemented once per device:
-// core/cpu (FFTW + OpenMP threads, the reference) and cuda/ (cuFFT, cuBLAS, kernels; the product).
+// core/cpu (FFTW + OpenMP threads, the reference) and cuda/ (cuFFT, kernels; the product). Only what
+// is generic lives here: memory, transfers, the FFT, crop/pad, BLAS-1 and pointwise arithmetic.
+// Operators and gadgets that need more (finite differences, NUFFT, Walsh maps, line placement) bring
+// their own CPU and CUDA kernels (core/linops/*_kernels.h, gadgets/kernels/) and reach the session's
+// stream through cuda/cuda_backend.h, so the Backend does not grow with them.
 // A Backend instance belongs to one session: on CUDA it owns that session's stream, plan cache and
 // handles, so concurrent sessions overlap on the GPU without sharing mutable state.
 #include <memory>

@@ -1,4 +1,4 @@
-// CUDA backend: one per session, with its own stream, cuFFT plan cache and cuBLAS handle
+// CUDA backend: one per session, with its own streams and cuFFT plan cache
 // (device_context.h), so concurrent sessions overlap on the GPU without sharing mutable state.
 // Arrays come from the device's stream-ordered pool; everything is queued on the session stream and
 // only to_host() and synchronize() wait.

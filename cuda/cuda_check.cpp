@@ -59,12 +59,6 @@ void throw_cufft(const char* call, cufftResult status, const std::string& contex
                                           context));
 }
 
-void throw_cublas(const char* call, cublasStatus_t status, const std::string& context) {
-    throw std::runtime_error(
-        with_context(std::string(call) + " failed: " + cublasGetStatusName(status) + ": " + cublasGetStatusString(status),
-                     context));
-}
-
 void throw_nvrtc(const char* call, nvrtcResult status, const std::string& context) {
     throw std::runtime_error(with_context(std::string(call) + " failed: " + nvrtcGetErrorString(status), context));
 }

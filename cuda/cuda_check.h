@@ -1,9 +1,8 @@
 #pragma once
-// Status checks for the CUDA runtime, cuFFT, cuBLAS and NVRTC: every failure becomes a
+// Status checks for the CUDA runtime, cuFFT and NVRTC: every failure becomes a
 // std::runtime_error naming the call (its source text), the library's status string and the
 // context (shape, bytes, device). The context expression is evaluated only on failure, so checks
 // cost nothing on the hot path. Out-of-memory gets its own sentence with the requested bytes.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include <nvrtc.h>
@@ -14,7 +13,6 @@ namespace larmor::cuda {
 
 [[noreturn]] void throw_cuda(const char* call, cudaError_t status, const std::string& context);
 [[noreturn]] void throw_cufft(const char* call, cufftResult status, const std::string& context);
-[[noreturn]] void throw_cublas(const char* call, cublasStatus_t status, const std::string& context);
 [[noreturn]] void throw_nvrtc(const char* call, nvrtcResult status, const std::string& context);
 // The out-of-memory message: "<call>: out of GPU memory allocating <bytes> bytes (<human>) for <context>".
 [[noreturn]] void throw_out_of_memory(const char* call, size_t bytes, int device, const std::string& context);
@@ -33,12 +31,6 @@ const char* cufft_status_string(cufftResult status);
     do {                                                                                  \
         const cufftResult larmor_status_ = (call);                                        \
         if (larmor_status_ != CUFFT_SUCCESS) ::larmor::cuda::throw_cufft(#call, larmor_status_, (context)); \
-    } while (0)
-
-#define LARMOR_CUBLAS_CHECK(call, context)                                                         \
-    do {                                                                                           \
-        const cublasStatus_t larmor_status_ = (call);                                              \
-        if (larmor_status_ != CUBLAS_STATUS_SUCCESS) ::larmor::cuda::throw_cublas(#call, larmor_status_, (context)); \
     } while (0)
 
 #define LARMOR_NVRTC_CHECK(call, context)                                                  \

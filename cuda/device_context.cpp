@@ -177,10 +177,7 @@ DeviceContext::DeviceContext(int device) : device_(device) {
     LARMOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ctx);
     try {
         LARMOR_CUDA_CHECK(cudaStreamCreateWithFlags(&upload_, cudaStreamNonBlocking), ctx);
-        LARMOR_CUBLAS_CHECK(cublasCreate(&blas_), ctx);
-        LARMOR_CUBLAS_CHECK(cublasSetStream(blas_, stream_), ctx);
     } catch (...) {
-        if (blas_) cublasDestroy(blas_);
         if (upload_) cudaStreamDestroy(upload_);
         cudaStreamDestroy(stream_);
         throw;
@@ -215,7 +212,6 @@ DeviceContext::~DeviceContext() {
     DeviceGuard guard(device_);
     release_cached_blocks();
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
-    if (blas_) cublasDestroy(blas_);
     if (upload_ && cudaStreamDestroy(upload_) != cudaSuccess) cudaGetLastError();
     if (cudaStreamDestroy(stream_) != cudaSuccess) cudaGetLastError();
 }

@@ -1,9 +1,7 @@
 #pragma once
-// Per-session device resources of the CUDA backend: the compute stream every operation is queued on,
-// an upload stream so host-to-device copies overlap queued kernels, and the cuBLAS handle bound to
-// the compute stream. Device arrays keep the context alive (shared_ptr), so their stream-ordered
+// Per-session device resources of the CUDA backend: the compute stream every operation is queued on
+// and an upload stream so host-to-device copies overlap queued kernels. Device arrays keep the context alive (shared_ptr), so their stream-ordered
 // frees (cudaFreeAsync) always have a live stream, even after the Backend itself is gone.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -39,10 +37,9 @@ public:
     int device() const { return device_; }
     cudaStream_t stream() const { return stream_; }
     cudaStream_t upload_stream() const { return upload_; }
-    cublasHandle_t blas() const { return blas_; }
     const cudaDeviceProp& props() const { return props_; }
-    // cuFFT plans and the cuBLAS handle must not be used from two host threads at once; a session's
-    // gadget threads share one backend, so calls into those libraries take this lock.
+    // cuFFT plans must not be used from two host threads at once; a session's gadget threads share
+    // one backend, so calls into cuFFT take this lock.
     std::mutex& library_mutex() { return library_mutex_; }
 
     // Device blocks released by this session's arrays, kept for its next allocations of the same
@@ -64,7 +61,6 @@ private:
     cudaDeviceProp props_{};
     cudaStream_t stream_ = nullptr;
     cudaStream_t upload_ = nullptr;
-    cublasHandle_t blas_ = nullptr;
     std::mutex library_mutex_;
     BlockList blocks_{kCachedPerSize, kCachedBytes};
 };

@@ -271,6 +271,7 @@ double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
 // Takes plain acquisitions only, so the typed gadget base materialises pending line operations for it.
 class LineWise final : public TypedGadget<Acquisition> {
 public:
+    using Gadget::process;  // the typed overloads below do not hide the Message one
     void process(Acquisition& acq, Emitter& out) override { out.emit(std::move(acq)); }
 };
 

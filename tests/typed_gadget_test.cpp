@@ -50,6 +50,7 @@ uint32_t scan_of(const Acquisition& a) { return a.head.scan_counter; }  // a cop
 
 class TakesKSpace final : public TypedGadget<ReconBuffer> {
 public:
+    using Gadget::process;  // the typed overloads below do not hide the Message one
     void process(ReconBuffer& kb, Emitter& out) override {
         ++taken;
         kb.calibration_mode = "handled";  // visible downstream: the handler ran
@@ -60,6 +61,7 @@ public:
 
 class TakesAcquisitions final : public TypedGadget<Acquisition> {
 public:
+    using Gadget::process;  // the typed overloads below do not hide the Message one
     void process(Acquisition& acq, Emitter& out) override {
         seen.push_back(acq);
         out.emit(std::move(acq));
@@ -69,6 +71,7 @@ public:
 
 class TakesBoth final : public TypedGadget<Acquisition, PendingAcquisition> {
 public:
+    using Gadget::process;  // the typed overloads below do not hide the Message one
     void process(Acquisition& acq, Emitter& out) override {
         calls.push_back("plain " + std::to_string(scan_of(acq)));
         out.emit(std::move(acq));
