@@ -14,6 +14,8 @@
 
 namespace larmor {
 
+class NoiseDependencyStore;  // gadgets/noise_dependency_store.h
+
 // What every gadget of a session shares, fixed when the ISMRMRD header arrives.
 struct SessionContext {
     ISMRMRD::IsmrmrdHeader header;  // parsed ISMRMRD XML header
@@ -21,6 +23,8 @@ struct SessionContext {
     std::shared_ptr<Backend> backend;
     std::string session_id;         // for log lines
     std::string chain_name;         // the chain's name as the client asked for it (image provenance)
+    // Where noise covariances outlive their session (measurementDependency); null: none kept.
+    std::shared_ptr<const NoiseDependencyStore> dependencies;
 };
 
 // Where a gadget sends its output. Blocks when the next stage's queue is full (backpressure).

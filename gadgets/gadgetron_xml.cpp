@@ -98,8 +98,9 @@ const std::map<std::string, Translator>& translators() {
         std::map<std::string, Translator> t;
         auto pass = [](const XmlGadget& g, config::Chain& c) { append(c, g).mutable_pass_through(); };
         for (const char* n : {"AcquisitionPassthroughGadget", "PassThroughGadget", "PassThrough",
-                              // The dependency pre-query of gadgetron_ismrmrd_client: Larmor handles
-                              // noise scans in-stream, so the pre-query chain has nothing to do.
+                              // Gadgetron's noise dependency pre-query: the session answers that
+                              // chain itself (server/dependency_query.h) before any translation;
+                              // inside another chain the gadget has nothing to do.
                               "NoiseSummaryGadget"})
             t[n] = pass;
         t["AcquisitionCounter"] = [](const XmlGadget& g, config::Chain& c) {

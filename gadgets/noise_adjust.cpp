@@ -11,9 +11,19 @@
 // W is not applied here: every later acquisition goes on as a PendingAcquisition carrying it in
 // ops.coil_mix, and the accumulator applies it to the whole k-space buffer (one GEMM on the session
 // backend).
+//
+// Noise dependencies, as Gadgetron's NoiseAdjustGadget: a session that measured noise stores its
+// covariance under its header's measurementID in the session's dependency store (at its first imaging
+// readout, or at the end of a noise-only session). A session whose header names a Noise
+// measurementDependency loads that covariance at start and prewhitens with it, ignoring noise scans of
+// its own stream; when the store has none, the stream's noise scans are used, and with none of those
+// either the images are not prewhitened and the client is warned.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <complex>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +32,8 @@
 
 #include "gadgets/factories.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/noise_covariance.h"
+#include "gadgets/noise_dependency_store.h"
 #include "gadgets/typed_gadget.h"
 
 namespace larmor {
@@ -32,42 +44,16 @@ using cdouble = std::complex<double>;
 constexpr size_t kMaxChannels = 1024;  // ISMRMRD channel masks
 constexpr double kDefaultReceiverNoiseBandwidth = 0.793;
 
-// Lower Cholesky factor of the Hermitian positive definite matrix a (row-major n x n, lower
-// triangle used), in place. Throws naming the channel where positive definiteness fails (a channel
-// without noise, or fewer noise samples than channels).
-void cholesky_lower(std::vector<cdouble>& a, size_t n) {
-    double max_diag = 0;
-    for (size_t i = 0; i < n; ++i) max_diag = std::max(max_diag, a[i * n + i].real());
-    for (size_t j = 0; j < n; ++j) {
-        double d = a[j * n + j].real();
-        for (size_t k = 0; k < j; ++k) d -= std::norm(a[j * n + k]);
-        if (!(d > 1e-12 * max_diag))
-            throw std::runtime_error("NoiseAdjust: the noise covariance is not positive definite at channel " +
-                                     std::to_string(j) + " of " + std::to_string(n) +
-                                     " (a channel without noise, or too few noise samples)");
-        const double ljj = std::sqrt(d);
-        a[j * n + j] = ljj;
-        for (size_t i = j + 1; i < n; ++i) {
-            cdouble s = a[i * n + j];
-            for (size_t k = 0; k < j; ++k) s -= a[i * n + k] * std::conj(a[j * n + k]);
-            a[i * n + j] = s / ljj;
-        }
-        for (size_t i = 0; i < j; ++i) a[i * n + j] = 0;  // clear the upper triangle
+// The measurementID of the header's first Noise measurementDependency (type compared without case,
+// as Gadgetron), empty when there is none.
+std::string noise_dependency_of(const ISMRMRD::IsmrmrdHeader& h) {
+    if (!h.measurementInformation) return {};
+    for (const auto& d : h.measurementInformation->measurementDependency) {
+        std::string type = d.dependencyType;
+        std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (type == "noise") return d.measurementID;
     }
-}
-
-// Inverse of a lower triangular matrix (row-major), by forward substitution column by column.
-std::vector<cdouble> invert_lower(const std::vector<cdouble>& l, size_t n) {
-    std::vector<cdouble> inv(n * n, cdouble(0));
-    for (size_t j = 0; j < n; ++j) {
-        inv[j * n + j] = 1.0 / l[j * n + j];
-        for (size_t i = j + 1; i < n; ++i) {
-            cdouble s = 0;
-            for (size_t k = j; k < i; ++k) s += l[i * n + k] * inv[k * n + j];
-            inv[i * n + j] = -s / l[i * n + i];
-        }
-    }
-    return inv;
+    return {};
 }
 
 class NoiseAdjustGadget final : public TypedGadget<Acquisition, PendingAcquisition> {
@@ -76,22 +62,34 @@ public:
 
     void start(const SessionContext& ctx) override {
         session_ = ctx.session_id;
+        store_ = ctx.dependencies;
         receiver_bw_ = kDefaultReceiverNoiseBandwidth;
+        const auto& sys = ctx.header.acquisitionSystemInformation;
         if (cfg_.receiver_noise_bandwidth() > 0)
             receiver_bw_ = cfg_.receiver_noise_bandwidth();
-        else if (ctx.header.acquisitionSystemInformation &&
-                 ctx.header.acquisitionSystemInformation->relativeReceiverNoiseBandwidth)
-            receiver_bw_ = *ctx.header.acquisitionSystemInformation->relativeReceiverNoiseBandwidth;
+        else if (sys && sys->relativeReceiverNoiseBandwidth)
+            receiver_bw_ = *sys->relativeReceiverNoiseBandwidth;
+        if (sys)
+            for (const auto& l : sys->coilLabel) coil_labels_.push_back(l.coilName);
+        if (ctx.header.measurementInformation && ctx.header.measurementInformation->measurementID)
+            measurement_id_ = *ctx.header.measurementInformation->measurementID;
+        dependency_id_ = noise_dependency_of(ctx.header);
+        if (!dependency_id_.empty()) load_dependency();
+    }
+
+    void finish(Emitter& out) override {
+        // A noise-only session: what it measured is kept for the sessions that will name it.
+        if (!whitener_ && !no_noise_ && !loaded_ && samples_ > 0) store_own(gathered(), out);
     }
 
     void process(Acquisition& acq, Emitter& out) override {
         if (acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
-            if (!late_noise(acq)) accumulate(acq);
+            if (!ignored_noise(acq)) accumulate(acq);
             if (cfg_.pass_noise_scans()) out.emit(std::move(acq));
             return;
         }
-        prepare_whitener(acq);
-        if (!whitener_) return out.emit(std::move(acq));
+        prepare_whitener(acq, out);
+        if (!whitener_ || !conforms(acq, out)) return out.emit(std::move(acq));
         PendingAcquisition pending{std::move(acq), {}};
         attach(pending);
         out.emit(std::move(pending));
@@ -101,7 +99,7 @@ public:
     // on the host to noise scans before they are measured.
     void process(PendingAcquisition& p, Emitter& out) override {
         if (p.acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
-            if (late_noise(p.acq)) {
+            if (ignored_noise(p.acq)) {
                 if (cfg_.pass_noise_scans()) out.emit(std::move(p));
                 return;
             }
@@ -110,8 +108,8 @@ public:
             if (cfg_.pass_noise_scans()) out.emit(std::move(acq));
             return;
         }
-        prepare_whitener(p.acq);
-        if (whitener_) attach(p);
+        prepare_whitener(p.acq, out);
+        if (whitener_ && conforms(p.acq, out)) attach(p);
         out.emit(std::move(p));
     }
 
@@ -149,46 +147,154 @@ private:
         samples_ += ns;
     }
 
-    void compute_whitener(float acquisition_dwell_us) {
-        if (samples_ == 0) {
-            spdlog::info("[{}] NoiseAdjust: no noise scans before the imaging data; passing data unchanged",
-                         session_);
-            no_noise_ = true;
+    // The (N - 1)-normalised covariance of the noise scans seen so far, full Hermitian matrix.
+    NoiseCovariance gathered() const {
+        NoiseCovariance cov;
+        const size_t c = channels_;
+        cov.channels = static_cast<uint32_t>(c);
+        cov.samples = samples_;
+        cov.noise_dwell_time_us = noise_dwell_us_;
+        cov.receiver_noise_bandwidth = receiver_bw_;
+        if (coil_labels_.size() == c) cov.coil_labels = coil_labels_;
+        // Unbiased estimate (N - 1), as Gadgetron.
+        const double norm = 1.0 / double(samples_ > 1 ? samples_ - 1 : 1);
+        cov.matrix.assign(c * c, cdouble(0));
+        for (size_t i = 0; i < c; ++i)
+            for (size_t j = 0; j <= i; ++j) {
+                cov.matrix[i * c + j] = covariance_[i * c + j] * norm;
+                cov.matrix[j * c + i] = std::conj(cov.matrix[i * c + j]);
+            }
+        return cov;
+    }
+
+    void compute_whitener(float acquisition_dwell_us, Emitter& out) {
+        std::string source;
+        if (loaded_) {
+            source = "noise dependency '" + dependency_id_ + "' from the dependency store";
+            whiten_with(*loaded_, acquisition_dwell_us, source);
             return;
         }
-        const size_t c = channels_;
-        // Unbiased estimate (N - 1), as Gadgetron; full Hermitian matrix from the lower triangle.
-        const double norm = 1.0 / double(samples_ > 1 ? samples_ - 1 : 1);
-        std::vector<cdouble> l(c * c);
-        for (size_t i = 0; i < c; ++i)
-            for (size_t j = 0; j <= i; ++j) l[i * c + j] = covariance_[i * c + j] * norm;
-        cholesky_lower(l, c);
-        const std::vector<cdouble> inv = invert_lower(l, c);
+        if (samples_ == 0) {
+            no_noise_ = true;
+            if (dependency_id_.empty()) {
+                spdlog::info("[{}] NoiseAdjust: no noise scans before the imaging data; passing data unchanged",
+                             session_);
+                return;
+            }
+            // Gadgetron goes on unwhitened here too; the client is told why its images are.
+            warn(out, "noise dependency '" + dependency_id_ + "' (the header's Noise measurementDependency) " +
+                          missing_reason_ +
+                          ", and the stream has no noise scans: the images are not prewhitened. Send the noise "
+                          "measurement first, in a session of its own, or with the data");
+            return;
+        }
+        const NoiseCovariance cov = gathered();
+        if (!dependency_id_.empty())
+            spdlog::info("[{}] NoiseAdjust: noise dependency '{}' {}; using the {} noise samples of this stream",
+                         session_, dependency_id_, missing_reason_, samples_);
+        store_own(cov, out);
+        whiten_with(cov, acquisition_dwell_us, "this stream's noise scans");
+    }
 
+    void whiten_with(const NoiseCovariance& cov, float acquisition_dwell_us, const std::string& source) {
+        const size_t c = cov.channels;
+        channels_ = c;
+        const std::vector<cdouble> inv = inverse_cholesky_factor(cov);
+
+        const float noise_dwell_us = cfg_.noise_dwell_time_us() > 0 ? cfg_.noise_dwell_time_us() : cov.noise_dwell_time_us;
         double scale = 1.0;
-        if (noise_dwell_us_ > 0 && acquisition_dwell_us > 0)
-            scale = std::sqrt(2.0 * double(acquisition_dwell_us) / double(noise_dwell_us_) * receiver_bw_);
+        if (noise_dwell_us > 0 && acquisition_dwell_us > 0)
+            scale = std::sqrt(2.0 * double(acquisition_dwell_us) / double(noise_dwell_us) * receiver_bw_);
         auto w = std::make_shared<std::vector<cfloat>>(c * c);
         for (size_t i = 0; i < c * c; ++i) (*w)[i] = cfloat(inv[i] * scale);
         whitener_ = std::move(w);
-        spdlog::info("[{}] NoiseAdjust: {} channels, {} noise samples, noise dwell {} us, acquisition dwell {} us, "
-                     "receiver noise bandwidth {}, scale {}",
-                     session_, c, samples_, noise_dwell_us_, acquisition_dwell_us, receiver_bw_, scale);
+        spdlog::info("[{}] NoiseAdjust: {} channels, {} noise samples ({}), noise dwell {} us, acquisition dwell {} "
+                     "us, receiver noise bandwidth {}, scale {}",
+                     session_, c, cov.samples, source, noise_dwell_us, acquisition_dwell_us, receiver_bw_, scale);
     }
 
-    // A noise scan after the imaging data started: ignored (logged once). False while noise is measured.
-    bool late_noise(const Acquisition& acq) {
-        if (!whitener_ && !no_noise_) return false;
-        if (!warned_late_noise_)
-            spdlog::warn("[{}] NoiseAdjust: noise scan {} after imaging data ignored", session_,
-                         uint32_t{acq.head.scan_counter});  // a copy: spdlog binds a reference
-        warned_late_noise_ = true;
+    // Reads the header's noise dependency from the store; a miss is remembered for the warning.
+    void load_dependency() {
+        if (!store_) {
+            missing_reason_ = "cannot be looked up (this server keeps no dependency store)";
+            return;
+        }
+        try {
+            std::optional<NoiseCovariance> cov = store_->load(dependency_id_);
+            if (!cov) {
+                missing_reason_ = "is not in the dependency store " + store_->directory();
+                return;
+            }
+            std::string note;
+            if (!match_coil_order(*cov, coil_labels_, note) || !note.empty())
+                spdlog::info("[{}] NoiseAdjust: noise dependency '{}': {}", session_, dependency_id_,
+                             note.empty() ? "coil labels match" : note);
+            loaded_ = std::move(cov);
+            spdlog::info("[{}] NoiseAdjust: loaded noise dependency '{}' ({} channels, {} samples) from {}", session_,
+                         dependency_id_, loaded_->channels, loaded_->samples, store_->path_for(dependency_id_));
+        } catch (const std::exception& e) {
+            missing_reason_ = std::string("could not be loaded (") + e.what() + ")";
+            spdlog::warn("[{}] NoiseAdjust: noise dependency '{}' {}", session_, dependency_id_, missing_reason_);
+        }
+    }
+
+    // Keeps this session's noise covariance under its measurement id for later sessions. A failure
+    // costs later sessions their dependency, not this one its images: a warning, not an error.
+    void store_own(const NoiseCovariance& cov, Emitter& out) {
+        if (!store_) return;
+        if (measurement_id_.empty()) {
+            spdlog::info("[{}] NoiseAdjust: the header has no measurementID; the noise covariance is not stored",
+                         session_);
+            return;
+        }
+        try {
+            store_->save(measurement_id_, cov);
+            spdlog::info("[{}] NoiseAdjust: stored the noise covariance of measurement '{}' ({} channels, {} samples) "
+                         "in {}",
+                         session_, measurement_id_, cov.channels, cov.samples, store_->path_for(measurement_id_));
+        } catch (const std::exception& e) {
+            warn(out, "cannot store the noise covariance of measurement '" + measurement_id_ + "': " + e.what());
+        }
+    }
+
+    // Logged, and sent to the client as TEXT (the chain passes text on to the session).
+    void warn(Emitter& out, const std::string& what) {
+        spdlog::warn("[{}] NoiseAdjust: {}", session_, what);
+        out.emit(Text{"[NoiseAdjust] WARNING: " + what});
+    }
+
+    // A noise scan that is not measured: after the imaging data started (logged once), or while a
+    // stored dependency is used (Gadgetron ignores the stream's noise then).
+    bool ignored_noise(const Acquisition& acq) {
+        if (!whitener_ && !no_noise_ && !loaded_) return false;
+        if (!warned_ignored_noise_) {
+            if (loaded_)
+                spdlog::info("[{}] NoiseAdjust: noise scans of the stream ignored: noise dependency '{}' is used",
+                             session_, dependency_id_);
+            else
+                spdlog::warn("[{}] NoiseAdjust: noise scan {} after imaging data ignored", session_,
+                             uint32_t{acq.head.scan_counter});  // a copy: spdlog binds a reference
+        }
+        warned_ignored_noise_ = true;
         return true;
     }
 
     // The first imaging readout ends the noise measurement.
-    void prepare_whitener(const Acquisition& acq) {
-        if (!whitener_ && !no_noise_) compute_whitener(acq.head.sample_time_us);
+    void prepare_whitener(const Acquisition& acq, Emitter& out) {
+        if (!whitener_ && !no_noise_) compute_whitener(acq.head.sample_time_us, out);
+    }
+
+    // Data whose channels the stored dependency does not cover go on unwhitened with a warning, as
+    // Gadgetron's pass_nonconformant_data (default true); for noise of the session itself a mismatch
+    // is an error (attach).
+    bool conforms(const Acquisition& acq, Emitter& out) {
+        if (!loaded_ || acq.head.active_channels == channels_) return true;
+        if (!warned_nonconformant_)
+            warn(out, "acquisition " + std::to_string(acq.head.scan_counter) + " has " +
+                          std::to_string(acq.head.active_channels) + " channels, noise dependency '" + dependency_id_ +
+                          "' " + std::to_string(channels_) + ": such data are not prewhitened");
+        warned_nonconformant_ = true;
+        return false;
     }
 
     void attach(PendingAcquisition& p) {
@@ -229,7 +335,15 @@ private:
     std::shared_ptr<const std::vector<cfloat>> whitener_;
     std::shared_ptr<const std::vector<cfloat>> composed_from_, composed_;
     bool no_noise_ = false;
-    bool warned_late_noise_ = false;
+    bool warned_ignored_noise_ = false;
+    bool warned_nonconformant_ = false;
+
+    std::shared_ptr<const NoiseDependencyStore> store_;
+    std::vector<std::string> coil_labels_;    // coilName per channel, from the header
+    std::string measurement_id_;              // this session's, where its own noise is stored
+    std::string dependency_id_;               // the Noise measurementDependency, empty if none
+    std::optional<NoiseCovariance> loaded_;   // that dependency, when the store had it
+    std::string missing_reason_;              // why it is not loaded, for messages
 };
 
 }  // namespace

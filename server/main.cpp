@@ -30,6 +30,16 @@ std::string default_config_dir() {
     return "config";
 }
 
+// Where noise covariances are kept between sessions unless --dependency-dir says otherwise: a folder of
+// the temporary directory ($TMPDIR, else /tmp), as Gadgetron's <temp>/gadgetron. Noise is measured
+// again with every exam, so nothing there must survive a reboot.
+std::string default_dependency_dir() {
+    std::error_code ec;
+    fs::path tmp = fs::temp_directory_path(ec);
+    if (ec) tmp = "/tmp";
+    return (tmp / "larmor-dependencies").string();
+}
+
 void setup_logging(const std::string& level) {
     auto logger = spdlog::stderr_color_mt("larmor-server");
     // %n is the logger name: "larmor-server" for the server, "<session id> <peer>" for sessions.
@@ -45,6 +55,7 @@ int main(int argc, char** argv) {
     using larmor::server::ServerOptions;
     ServerOptions options;
     options.config_dir = default_config_dir();
+    options.dependency_dir = default_dependency_dir();
     std::string log_level = "info";
     std::string backend = "auto";
     int read_timeout = 60, write_timeout = 60, grace = 30;
@@ -54,6 +65,10 @@ int main(int argc, char** argv) {
     app.add_option("--port", options.port, "TCP port; 0 = any free port (printed as 'listening on ADDR:PORT')")
         ->capture_default_str();
     app.add_option("--config-dir", options.config_dir, "Directory of the chains CONFIG_FILE names")
+        ->capture_default_str();
+    app.add_option("--dependency-dir", options.dependency_dir,
+                   "Directory of the dependency store: noise covariances of noise-scan sessions, found by later "
+                   "sessions that name them as their Noise measurementDependency; empty: none kept")
         ->capture_default_str();
     app.add_option("--log-level", log_level, "Log level")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
@@ -83,6 +98,8 @@ int main(int argc, char** argv) {
 
     // Absolute, so logs and the info query say which directory no matter where it was started.
     options.config_dir = fs::absolute(options.config_dir).lexically_normal().string();
+    if (!options.dependency_dir.empty())  // empty: no store (every dependency is "not found")
+        options.dependency_dir = fs::absolute(options.dependency_dir).lexically_normal().string();
     options.read_timeout = std::chrono::seconds(read_timeout);
     options.write_timeout = std::chrono::seconds(write_timeout);
     options.shutdown_grace = std::chrono::seconds(grace);
@@ -103,6 +120,13 @@ int main(int argc, char** argv) {
     std::error_code ec;
     if (!fs::is_directory(options.config_dir, ec))
         spdlog::warn("config directory '{}' does not exist: CONFIG_FILE sessions will fail", options.config_dir);
+    // Created now so a wrong path shows at startup; sessions still run without it (their noise
+    // covariances are then not kept, which each such session reports to its client).
+    std::error_code dir_ec;
+    if (!options.dependency_dir.empty()) fs::create_directories(options.dependency_dir, dir_ec);
+    if (dir_ec)
+        spdlog::warn("dependency directory '{}' cannot be created ({}): noise dependencies will not be kept",
+                     options.dependency_dir, dir_ec.message());
 
     try {
         larmor::server::Server server(options);
@@ -114,9 +138,11 @@ int main(int argc, char** argv) {
         }
         std::string devices;
         for (const auto& d : server.devices().load()) devices += (devices.empty() ? "" : ",") + std::to_string(d.device);
-        spdlog::info("{}; config dir '{}' (chains: {}); backend {}, CUDA devices {}; max {} sessions; read timeout {} s",
-                     larmor::server::version_string(), options.config_dir, chains.empty() ? "none" : chains, backend,
-                     devices.empty() ? "none" : devices, options.max_sessions, read_timeout);
+        spdlog::info("{}; config dir '{}' (chains: {}); dependency dir '{}'; backend {}, CUDA devices {}; max {} "
+                     "sessions; read timeout {} s",
+                     larmor::server::version_string(), options.config_dir, chains.empty() ? "none" : chains,
+                     options.dependency_dir, backend, devices.empty() ? "none" : devices, options.max_sessions,
+                     read_timeout);
         // Tests and scripts read this line to learn the port (--port 0).
         std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
         if (!server.run()) {

@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <sstream>
 
+#include <ismrmrd/version.h>
+
 #include "core/backend.h"
 #include "gadgets/chain_config.h"
 #include "server/excerpt.h"
+#include "server/system_info.h"
 
 #ifndef LARMOR_VERSION
 #define LARMOR_VERSION "unknown"
@@ -22,14 +25,6 @@ std::string trim_key(const std::string& key) {
     return first == std::string::npos ? std::string() : k.substr(first);
 }
 
-bool built_with_cuda() {
-#ifdef LARMOR_WITH_CUDA
-    return true;
-#else
-    return false;
-#endif
-}
-
 // Chains in the config dir, or the reason they cannot be listed (a missing dir must not fail a query).
 std::string chains_text(const std::string& config_dir) {
     try {
@@ -41,26 +36,38 @@ std::string chains_text(const std::string& config_dir) {
     }
 }
 
-std::string cuda_devices_text() {
-    const auto devices = cuda_devices();
-    if (devices.empty()) return "none";
-    std::string out;
-    for (const auto& d : devices) out += d + "\n";
-    out.pop_back();
-    return out;
-}
-
+// Gadgetron's print_system_information layout ("  -- Key<padding>: value"), whose lines Gadgetron's
+// integration-test runner (test/integration/run_tests.py) finds with the pattern
+// <marker>\s*:\s+(value), first match, case-insensitive: Version, Git SHA1, System Memory size ("<n>
+// MB"), Python/Julia/Matlab Support, CUDA Support (YES/NO), and per device "Total amount of global GPU
+// memory". Larmor's own facts follow in the same layout. Ends with a newline, as Gadgetron's.
 std::string info_text(const QueryContext& ctx) {
     std::ostringstream s;
-    s << version_string() << "\n"
-      << "  -- Build              : " << (built_with_cuda() ? "with CUDA" : "without CUDA (CPU only)") << "\n"
-      << "  -- Backend policy     : " << to_string(ctx.options.backend) << "\n";
+    auto line = [&s](const char* key, const std::string& value) {
+        char padded[32];
+        std::snprintf(padded, sizeof padded, "%-19s", key);
+        s << "  -- " << padded << ": " << value << "\n";
+    };
+    s << "Larmor Version Info (Gadgetron protocol compatible)\n";
+    line("Version", LARMOR_VERSION);
+    line("Git SHA1", build_git_sha1());
+    line("System Memory size", std::to_string(system_memory_bytes() / (1024 * 1024)) + " MB");
+    line("Python Support", "NO");
+    line("Julia Support", "NO");
+    line("Matlab Support", "NO");
     const auto devices = cuda_devices();
-    s << "  -- CUDA devices       : " << devices.size() << "\n";
-    for (size_t i = 0; i < devices.size(); ++i) s << "     - Device " << i << ": " << devices[i] << "\n";
-    s << "  -- Config directory   : " << ctx.options.config_dir << "\n"
-      << "  -- Chains             : " << chains_text(ctx.options.config_dir) << "\n"
-      << "  -- Active sessions    : " << ctx.stats.sessions_active.load() << " (max " << ctx.options.max_sessions << ")";
+    line("CUDA Support", built_with_cuda() ? "YES" : "NO");
+    if (built_with_cuda()) {
+        line("NVCC Flags", nvcc_flags());
+        s << "    * Number of CUDA capable devices: " << devices.size() << "\n";
+        for (size_t i = 0; i < devices.size(); ++i) s << "      - Device " << i << ": " << devices[i] << "\n";
+    }
+    line("Backend policy", to_string(ctx.options.backend));
+    line("Config directory", ctx.options.config_dir);
+    line("Chains", chains_text(ctx.options.config_dir));
+    line("Dependency dir", ctx.options.dependency_dir.empty() ? "none" : ctx.options.dependency_dir);
+    line("Active sessions", std::to_string(ctx.stats.sessions_active.load()) + " (max " +
+                                std::to_string(ctx.options.max_sessions) + ")");
     return s.str();
 }
 
@@ -92,14 +99,25 @@ std::string status_json(const QueryContext& ctx) {
 std::string version_string() { return std::string("Larmor ") + LARMOR_VERSION + " (Gadgetron protocol compatible)"; }
 
 std::vector<std::string> known_query_keys() {
-    return {"gadgetron::version", "gadgetron::info", "gadgetron::cuda::devices", "larmor::status"};
+    return {"gadgetron::version",      "gadgetron::build",       "gadgetron::info",
+            "gadgetron::info::memory", "gadgetron::info::cuda",  "gadgetron::info::python",
+            "gadgetron::info::matlab", "gadgetron::cuda::devices", "ismrmrd::version",
+            "larmor::status"};
 }
 
 std::string answer_query(const std::string& raw_key, const QueryContext& ctx) {
     const std::string key = trim_key(raw_key);
+    // The single-value keys answer as Gadgetron's QueryHandler does (std::to_string of its values).
     if (key == "gadgetron::version") return version_string();
+    if (key == "gadgetron::build") return build_git_sha1();
     if (key == "gadgetron::info") return info_text(ctx);
-    if (key == "gadgetron::cuda::devices") return cuda_devices_text();
+    if (key == "gadgetron::info::memory") return std::to_string(system_memory_bytes());
+    if (key == "gadgetron::info::cuda") return built_with_cuda() ? "1" : "0";
+    if (key == "gadgetron::info::python" || key == "gadgetron::info::matlab") return "0";
+    if (key == "gadgetron::cuda::devices") return std::to_string(cuda_devices().size());
+    if (key == "ismrmrd::version")
+        return std::to_string(ISMRMRD_VERSION_MAJOR) + "." + std::to_string(ISMRMRD_VERSION_MINOR) + "." +
+               std::to_string(ISMRMRD_VERSION_PATCH);
     if (key == "larmor::status") return status_json(ctx);
     std::string known;
     for (const auto& k : known_query_keys()) known += (known.empty() ? "" : ", ") + k;

@@ -64,7 +64,8 @@ private:
 
 void reject_connection(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket socket, const std::string& text,
                        std::chrono::steady_clock::duration linger, std::function<void()> done) {
-    std::vector<uint8_t> reply = wire::encode(wire::Text{text});
+    // Newline-terminated like every TEXT of the server (Gadgetron's clients print TEXT verbatim).
+    std::vector<uint8_t> reply = wire::encode(wire::Text{text.empty() || text.back() != '\n' ? text + "\n" : text});
     const std::vector<uint8_t> close = wire::encode(wire::Close{});
     reply.insert(reply.end(), close.begin(), close.end());
     std::make_shared<Rejection>(ioc, std::move(socket), std::move(reply), std::move(done))->start(linger);

@@ -31,6 +31,8 @@ Server::Server(ServerOptions options)
     // Here rather than at the first CUDA session, so a wrong --devices stops the server at startup.
     const int device_count = static_cast<int>(cuda_devices().size());
     env_->devices = std::make_unique<DevicePool>(parse_device_list(env_->options.devices, device_count));
+    if (!env_->options.dependency_dir.empty())
+        env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir);
 }
 
 Server::~Server() {

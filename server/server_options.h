@@ -17,6 +17,8 @@ struct ServerOptions {
     std::string address = "0.0.0.0";
     uint16_t port = 9002;  // 0 = ephemeral (the bound port is printed)
     std::string config_dir;
+    // The dependency store: noise covariances kept for later sessions (gadgets/noise_dependency_store.h).
+    std::string dependency_dir;
     std::chrono::seconds read_timeout{60};   // no byte from the client for this long ends the session
     std::chrono::seconds write_timeout{60};  // client not reading for this long ends the session
     std::chrono::seconds shutdown_grace{30}; // SIGINT/SIGTERM: how long running sessions may finish

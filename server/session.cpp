@@ -8,6 +8,7 @@
 
 #include "gadgets/chain_config.h"
 #include "server/backend_select.h"
+#include "server/dependency_query.h"
 #include "server/excerpt.h"
 #include "server/header_parse.h"
 #include "server/queries.h"
@@ -55,11 +56,6 @@ std::string available_chains(const std::string& dir) {
     } catch (const std::exception& e) {
         return std::string("unknown: ") + e.what();
     }
-}
-
-// A CONFIG_SCRIPT that Gadgetron's client sends to ask for a stored noise dependency.
-bool is_noise_dependency_query(const std::string& script) {
-    return script.find("NoiseSummaryGadget") != std::string::npos;
 }
 
 }  // namespace
@@ -128,6 +124,16 @@ void Session::serve() {
             const uint64_t into = reader_.bytes_read() - start;
             if (stop_requested_) {
                 abort_session("Server", "larmor-server is shutting down; the session ended before the client's CLOSE");
+            } else if (dynamic_cast<const wire::RejectedMessage*>(&e)) {
+                // Read to its end, so the stream is still framed: drain until the client's CLOSE and
+                // answer there, never into an upload still under way. Only the first one is reported.
+                ++acquisitions_;
+                ++env_->stats.acquisitions;
+                if (state_ == State::Discarding)
+                    ++discarded_;
+                else
+                    fail("Protocol", e.what());
+                continue;
             } else if (dynamic_cast<const wire::EndOfStream*>(&e)) {
                 abort_session("Protocol", std::string("the client closed the connection without CLOSE (") + e.what() + ")");
             } else if (dynamic_cast<const ReadTimeout*>(&e)) {
@@ -198,6 +204,16 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
                             "': send exactly one CONFIG_FILE(1) or CONFIG_SCRIPT(2)");
         return;
     }
+    if (!is_file) {
+        if (auto id = noise_dependency_query_id(text)) {
+            dependency_query_ = true;
+            dependency_id_ = std::move(*id);
+            chain_name_ = "NoiseSummaryGadget (dependency query)";
+            log_->info("noise dependency query for measurement '{}'", excerpt(dependency_id_));
+            state_ = State::AwaitHeader;
+            return;
+        }
+    }
     try {
         config::Chain chain = is_file ? load_chain_file(env_->options.config_dir, text)
                                       : parse_chain(text, "CONFIG_SCRIPT");
@@ -211,15 +227,6 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
                    use_cuda_ ? "cuda" : "cpu");
         state_ = State::AwaitHeader;
     } catch (const ConfigError& e) {
-        if (!is_file && is_noise_dependency_query(text)) {
-            // Gadgetron's client asks for a stored noise dependency this way. Larmor keeps none: the
-            // noise scan travels in the measurement itself. Answered at CLOSE, never an error.
-            dependency_query_ = true;
-            chain_name_ = "NoiseSummaryGadget (dependency query)";
-            log_->info("noise dependency query");
-            state_ = State::AwaitHeader;
-            return;
-        }
         fail("Config", e.what());
     } catch (const BackendError& e) {
         fail("Backend", e.what());
@@ -250,7 +257,7 @@ void Session::on_header(const std::string& xml) {
         log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}", header.encoding.size(), xml.size(),
                    backend->describe(),
                    use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string());
-        chain_->start(SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_},
+        chain_->start(SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies},
                       [this](Message m) { deliver(std::move(m)); });
         state_ = State::Streaming;
     } catch (const HeaderError& e) {
@@ -290,15 +297,24 @@ void Session::on_close() {
     if (state_ == State::Streaming) {
         log_->debug("CLOSE: draining the chain");
         chain_->close_and_wait();
+    } else if (state_ == State::AwaitHeader && dependency_query_) {
+        answer_dependency_query();
+        return;
     } else if (state_ == State::AwaitHeader) {
-        notes.push_back(dependency_query_
-                            ? "[Session] dependency query answered: Larmor stores no noise dependencies; send the "
-                              "noise scan with the measurement"
-                            : "[Session] chain '" + chain_name_ +
-                                  "' loaded, but no ISMRMRD header (PARAMETER_SCRIPT) arrived: nothing to reconstruct");
+        notes.push_back("[Session] chain '" + chain_name_ +
+                        "' loaded, but no ISMRMRD header (PARAMETER_SCRIPT) arrived: nothing to reconstruct");
     }
     // Discarding: the chain (if it was running) is aborted in reply_and_close; no partial result.
     reply_and_close(notes);
+}
+
+void Session::answer_dependency_query() {
+    const DependencyAnswer a = answer_noise_dependency_query(dependency_id_, env_->dependencies.get());
+    // A miss is no error: Gadgetron answers "failed" and the client goes on (and warns its user).
+    log_->info("noise dependency query for measurement '{}': {} ({})", excerpt(dependency_id_),
+               a.found ? "success" : "failed", a.detail);
+    send(wire::DependencyQuery{a.meta_xml});
+    reply_and_close({});
 }
 
 void Session::fail(const std::string& where, const std::string& what) {
@@ -367,6 +383,9 @@ void Session::deliver(Message msg) {
 }
 
 bool Session::send(const wire::WireMessage& msg) {
+    // Every TEXT ends with a newline: Gadgetron's clients print TEXT as it comes, without adding one.
+    if (const auto* t = std::get_if<Text>(&msg); t && (t->text.empty() || t->text.back() != '\n'))
+        return writer_.send(wire::encode(Text{t->text + "\n"}));
     // encode() throws on a malformed image; from deliver() that fails the gadget that produced it.
     return writer_.send(wire::encode(msg));
 }

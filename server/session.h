@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "gadgets/chain.h"
+#include "gadgets/noise_dependency_store.h"
 #include "server/device_pool.h"
 #include "server/server_options.h"
 #include "server/socket_io.h"
@@ -29,6 +30,7 @@ struct SessionEnvironment {
     ServerOptions options;
     ServerStats stats;
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
+    std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
 };
 
 class Session {
@@ -68,6 +70,8 @@ private:
     void on_data(Message msg, const char* kind);
     void on_unexpected(const std::string& kind);
     void on_close();
+    // Answers the dependency pre-query with DEPENDENCY_QUERY, then CLOSE (never TEXT: see protocol.md).
+    void answer_dependency_query();
 
     // Records a framed error: logged, reported at the end, the rest of the input is discarded.
     void fail(const std::string& where, const std::string& what);
@@ -96,7 +100,8 @@ private:
 
     State state_ = State::AwaitConfig;
     std::string chain_name_;
-    bool dependency_query_ = false;  // Gadgetron's NoiseSummaryGadget pre-query
+    bool dependency_query_ = false;  // Gadgetron's NoiseSummaryGadget pre-query (dependency_query.h)
+    std::string dependency_id_;      // the measurement it asks about
     bool use_cuda_ = false;
     std::atomic<bool> output_enabled_{true};  // off after a session error: no partial results
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "chain.pb.h"
+#include "core/backend.h"
 #include "server/backend_select.h"
 #include "server/excerpt.h"
 #include "server/header_parse.h"
@@ -42,6 +43,31 @@ TEST(ServerBackendChoice, PolicyParsingNamesBadValues) {
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("'gpu'"), std::string::npos);
     }
+}
+
+// Gadgetron's info layout, line by line, so its integration-test runner finds each marker (the real
+// clients read it in tests/gadgetron_client_test.cpp).
+TEST(ServerQueryAnswers, InfoAndDeviceCountInGadgetronsFormat) {
+    ServerOptions options;
+    options.config_dir = "/nonexistent/larmor-config";
+    options.dependency_dir = "/var/tmp/deps";
+    ServerStats stats;
+    const QueryContext ctx{options, stats};
+    const std::string info = answer_query("gadgetron::info", ctx);
+    for (const char* line : {"\n  -- Version            : " LARMOR_VERSION "\n", "\n  -- Git SHA1           : ",
+                             "\n  -- System Memory size : ", "\n  -- Python Support     : NO\n",
+                             "\n  -- Julia Support      : NO\n", "\n  -- Matlab Support     : NO\n",
+                             "\n  -- CUDA Support       : ", "\n  -- Dependency dir     : /var/tmp/deps\n"})
+        EXPECT_NE(info.find(line), std::string::npos) << "missing '" << line << "' in:\n" << info;
+    const size_t mem = info.find("System Memory size : ") + 21;
+    EXPECT_GT(std::stol(info.substr(mem)), 0) << info;
+    EXPECT_EQ(info.substr(info.find(" MB", mem), 4), " MB\n") << info;
+    EXPECT_EQ(info.back(), '\n');
+    const std::string count = answer_query("gadgetron::cuda::devices", ctx);
+    EXPECT_EQ(count, std::to_string(cuda_devices().size()));
+    EXPECT_EQ(answer_query("gadgetron::info::cuda", ctx), info.find("CUDA Support       : YES") != std::string::npos ? "1" : "0");
+    EXPECT_EQ(answer_query("ismrmrd::version", ctx), "1.8.0");
+    EXPECT_GT(std::stoull(answer_query("gadgetron::info::memory", ctx)), 0u);
 }
 
 TEST(ServerQueryAnswers, KnownAndUnknownKeys) {

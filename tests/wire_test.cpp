@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "wire/codec.h"
+#include "tests/support/nhlbi_encoder.h"
 #include "tests/support/wire_util.h"
 
 // ---------------------------------------------------------------------------------------------------
@@ -574,14 +575,108 @@ TEST(WireMalformed, UnknownImageDataTypeIsRejected) {
     }
 }
 
-TEST(WireMalformed, CompressedAcquisitionsAreRejected) {
-    for (int flag : {53, 54}) {
-        EXPECT_EQ(error_of<ProtocolError>(acquisition_header_only(16, 2, 0, uint64_t{1} << (flag - 1))),
-                  "compressed acquisition data (flag 53/54) is not supported")
-            << "flag " << flag;
+// An acquisition as gadgetron_ismrmrd_client -P/-T sends it: flag 54 in the header, the trajectory
+// as usual, then u32 n and an n-byte NHLBI buffer instead of the samples.
+std::vector<uint8_t> compressed_acquisition(const Acquisition& a, uint64_t flags, const std::vector<uint8_t>& block) {
+    ISMRMRD::ISMRMRD_AcquisitionHeader h = a.head;
+    h.flags |= flags;
+    Bytes b;
+    b.u16(1008).raw(&h, 340).raw(a.traj.data(), a.traj.size() * sizeof(float));
+    if (!a.data.empty()) b.u32(static_cast<uint32_t>(block.size())).raw(block.data(), block.size());
+    return b.b;
+}
+
+constexpr uint64_t kZfp = uint64_t{1} << 52, kNhlbi = uint64_t{1} << 53;
+
+std::vector<float> floats_of(const Acquisition& a) {
+    const auto* f = reinterpret_cast<const float*>(a.data.data());
+    return std::vector<float>(f, f + 2 * a.data.size());
+}
+
+TEST(WireCompressed, NhlbiAcquisitionIsDecodedAndItsFlagCleared) {
+    const Acquisition a = make_acquisition(33, 3, 2);
+    const auto enc = test::nhlbi_encode_precision(floats_of(a), 16);
+    const auto got = std::get<Acquisition>(decode_one(compressed_acquisition(a, kNhlbi, enc.bytes)));
+    EXPECT_EQ(uint64_t{got.head.flags}, uint64_t{a.head.flags}) << "flag 54 cleared, the others kept";
+    EXPECT_EQ(got.traj, a.traj);
+    ASSERT_EQ(got.data.size(), a.data.size());
+    for (size_t i = 0; i < a.data.size(); ++i) {
+        EXPECT_NEAR(got.data[i].real(), a.data[i].real(), enc.tolerance) << i;
+        EXPECT_NEAR(got.data[i].imag(), a.data[i].imag(), enc.tolerance) << i;
+    }
+    // Without samples the client sends no block at all.
+    const Acquisition empty = make_acquisition(0, 3, 0);
+    const auto e = std::get<Acquisition>(decode_one(compressed_acquisition(empty, kNhlbi, {})));
+    EXPECT_TRUE(e.data.empty());
+    EXPECT_EQ(uint64_t{e.head.flags} & kNhlbi, 0u);
+}
+
+// A refused acquisition is read to its end: the next message decodes.
+void expect_rejected_then_close(const std::vector<uint8_t>& acquisition, const std::string& expected) {
+    std::vector<uint8_t> stream = acquisition;
+    const auto close = encode(Close{});
+    stream.insert(stream.end(), close.begin(), close.end());
+    MemoryReader in(stream);
+    try {
+        read_message(in, Limits{});
+        ADD_FAILURE() << "accepted; expected: " << expected;
+    } catch (const RejectedMessage& e) {
+        EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(in.position(), acquisition.size()) << expected;
+    EXPECT_TRUE(std::holds_alternative<Close>(read_message(in, Limits{}))) << expected;
+}
+
+TEST(WireCompressed, UndecodableDataIsRejectedWithTheStreamStillFramed) {
+    const Acquisition a = make_acquisition(16, 2, 0);
+    const auto good = test::nhlbi_encode_precision(floats_of(a), 12).bytes;
+    expect_rejected_then_close(compressed_acquisition(a, kZfp, std::vector<uint8_t>(57, 0xAB)),
+                               "ZFP-compressed data (flag 53) is not supported");
+    expect_rejected_then_close(compressed_acquisition(a, kZfp | kNhlbi, good), "together with NHLBI flag 54");
+    auto short_block = good;
+    short_block.pop_back();
+    expect_rejected_then_close(compressed_acquisition(a, kNhlbi, short_block), "need 13 + 96");
+    auto bad_bits = good;
+    bad_bits[12] = 40;
+    expect_rejected_then_close(compressed_acquisition(a, kNhlbi, bad_bits), "bits 40 outside 1..31");
+    const Acquisition other = make_acquisition(8, 2, 0);
+    expect_rejected_then_close(compressed_acquisition(other, kNhlbi, good),
+                               "holds 64 floats, the acquisition header says 32");
+}
+
+TEST(WireCompressed, OversizedBlockIsDrainedWithoutAllocatingIt) {
+    const Acquisition a = make_acquisition(16, 2, 0);
+    const std::vector<uint8_t> huge(size_t{40} << 20, 0);  // 40 MiB for 64 floats
+    MemoryReader in(compressed_acquisition(a, kNhlbi, huge));
+    AllocationProbe probe;
+    try {
+        read_message(in, Limits{});
+        ADD_FAILURE() << "accepted";
+    } catch (const RejectedMessage& e) {
+        EXPECT_NE(std::string(e.what()).find("compressed data length 41943040 exceeds the 261 bytes"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(in.remaining(), 0u);
+    EXPECT_LE(probe.largest(), size_t{1} << 20);
+}
+
+TEST(WireCompressed, TruncatedCompressedDataLosesTheFraming) {
+    const Acquisition a = make_acquisition(16, 2, 0);
+    auto bytes = compressed_acquisition(a, kNhlbi, test::nhlbi_encode_precision(floats_of(a), 12).bytes);
+    bytes.resize(bytes.size() - 5);
+    EXPECT_NE(error_of<ProtocolError>(bytes).find("truncated ACQUISITION message: stream ended in compressed data"),
+              std::string::npos);
+}
+
+TEST(WireCompressed, EncodingCompressedAcquisitionsIsRefused) {
+    // An Acquisition holds plain samples; a compression flag on one to be sent would misframe it.
+    Acquisition a = make_acquisition(2, 1, 0);
+    for (uint64_t flag : {kZfp, kNhlbi}) {
+        a.head.flags = flag;
+        EXPECT_THROW(encode(a), std::invalid_argument);
     }
     // Flags 55/56 are not compression schemes Gadgetron uses: decoded normally.
-    Acquisition a = make_acquisition(2, 1, 0);
     a.head.flags = (uint64_t{1} << 54) | (uint64_t{1} << 55);
     EXPECT_EQ(uint64_t{std::get<Acquisition>(decode_one(encode(a))).head.flags}, uint64_t{a.head.flags});
 }

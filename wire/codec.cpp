@@ -5,6 +5,8 @@
 // a peer that announces a large message and then stops sending costs us only what it actually sent.
 #include "wire/codec.h"
 
+#include "wire/nhlbi.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -29,11 +31,15 @@ static_assert(sizeof(std::complex<float>) == 8, "complex64 on the wire");
 
 namespace {
 
+// ISMRMRD_ACQ_COMPRESSION1/2. With either set, gadgetron_ismrmrd_client replaces the data block by
+// `u32 n` + n bytes, and sends neither when the acquisition has no samples.
 constexpr int kFlagCompression1 = 53;  // ZFP-compressed acquisition data
-constexpr int kFlagCompression2 = 54;  // NHLBI-compressed acquisition data
+constexpr int kFlagCompression2 = 54;  // NHLBI-compressed acquisition data (wire/nhlbi.h)
 
 // Big payloads are read this much at a time (see the file comment).
 constexpr size_t kReadChunkBytes = size_t{16} << 20;
+// Refused payloads are dropped through a buffer of at most this size.
+constexpr size_t kSkipChunkBytes = size_t{1} << 20;
 
 const char* bare_name(uint16_t id) {
     switch (id) {
@@ -147,6 +153,16 @@ public:
         }
     }
 
+    // Reads and drops n bytes (a message being refused) through a bounded scratch buffer.
+    void skip(uint64_t n, const char* part) {
+        std::vector<uint8_t> scratch(static_cast<size_t>(std::min<uint64_t>(n, kSkipChunkBytes)));
+        while (n > 0) {
+            const size_t k = static_cast<size_t>(std::min<uint64_t>(n, scratch.size()));
+            bytes(scratch.data(), k, part);
+            n -= k;
+        }
+    }
+
     std::string string(uint64_t len, const char* part) {
         std::string s;
         vector(s, len, part);
@@ -194,18 +210,67 @@ Response read_response(MessageReader& r, const Limits& limits) {
     return resp;
 }
 
+// "ACQUISITION (scan_counter 12, 384 samples x 14 channels)", for errors about one acquisition.
+std::string describe_acquisition(const ISMRMRD::ISMRMRD_AcquisitionHeader& h) {
+    return "ACQUISITION (scan_counter " + num(h.scan_counter) + ", " + num(h.number_of_samples) + " samples x " +
+           num(h.active_channels) + " channels)";
+}
+
+// The compressed data block of an acquisition whose header says flag 53 and/or 54. Whatever is
+// refused is refused only after the whole block has been read (RejectedMessage: still framed).
+void read_compressed_data(MessageReader& r, Acquisition& acq) {
+    auto& h = acq.head;
+    const uint64_t samples = uint64_t{h.number_of_samples} * h.active_channels;
+    const bool zfp = flag_set(h.flags, kFlagCompression1);
+    const bool nhlbi = flag_set(h.flags, kFlagCompression2);
+    const uint64_t clear = ~((uint64_t{1} << (kFlagCompression1 - 1)) | (uint64_t{1} << (kFlagCompression2 - 1)));
+    if (samples == 0) {  // no block follows (see kFlagCompression1)
+        h.flags &= clear;
+        return;
+    }
+    const uint64_t n = r.pod<uint32_t>("compressed data length");
+    if (zfp) {
+        r.skip(n, "compressed data");
+        throw RejectedMessage(describe_acquisition(h) + ": ZFP-compressed data (flag 53" +
+                              std::string(nhlbi ? " together with NHLBI flag 54" : "") +
+                              ") is not supported; Larmor decodes NHLBI compression (flag 54: gadgetron_ismrmrd_client "
+                              "-P or -T without -Z) and plain data. Its " + num(n) + " compressed bytes were dropped");
+    }
+    // Two floats per complex sample; both factors are bounded by Limits, so no overflow.
+    const uint64_t floats = 2 * samples;
+    const uint64_t most = nhlbi_max_buffer_bytes(floats);
+    if (n > most) {
+        r.skip(n, "compressed data");
+        throw RejectedMessage(describe_acquisition(h) + ": NHLBI compressed data length " + num(n) +
+                              " exceeds the " + num(most) + " bytes any encoding of its " + num(floats) +
+                              " floats can take; dropped");
+    }
+    std::vector<uint8_t> block;
+    r.vector(block, n, "compressed data");
+    // The decoded samples cost at most 32x the bytes the peer sent (1-bit integers), within Limits.
+    acq.data.resize(static_cast<size_t>(samples));
+    try {
+        decode_nhlbi(block.data(), block.size(), floats, reinterpret_cast<float*>(acq.data.data()));
+    } catch (const std::invalid_argument& e) {
+        acq.data.clear();
+        throw RejectedMessage(describe_acquisition(h) + " with NHLBI compression (flag 54): " + e.what());
+    }
+    h.flags &= clear;
+}
+
 Acquisition read_acquisition(MessageReader& r, const Limits& limits) {
     Acquisition acq;
     r.bytes(&acq.head, kAcquisitionHeaderBytes, "header");
     const auto& h = acq.head;
-    if (flag_set(h.flags, kFlagCompression1) || flag_set(h.flags, kFlagCompression2))
-        throw ProtocolError("compressed acquisition data (flag 53/54) is not supported");
     check_limit("ACQUISITION", "active_channels", h.active_channels, limits.max_channels);
     check_limit("ACQUISITION", "number_of_samples", h.number_of_samples, limits.max_samples);
     check_limit("ACQUISITION", "trajectory_dimensions", h.trajectory_dimensions, limits.max_trajectory_dimensions);
     // All three are uint16 and bounded above, so these products cannot overflow.
     r.vector(acq.traj, uint64_t{h.number_of_samples} * h.trajectory_dimensions, "trajectory");
-    r.vector(acq.data, uint64_t{h.number_of_samples} * h.active_channels, "data");
+    if (flag_set(h.flags, kFlagCompression1) || flag_set(h.flags, kFlagCompression2))
+        read_compressed_data(r, acq);
+    else
+        r.vector(acq.data, uint64_t{h.number_of_samples} * h.active_channels, "data");
     return acq;
 }
 

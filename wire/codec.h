@@ -51,6 +51,16 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A message the receiver refuses although it could frame it: it was read to its very end, so the
+// stream is still in step and the receiver may go on reading. The server then drops everything up to
+// the client's CLOSE and answers there, so a client that is still uploading never meets a closed socket
+// (protocol.md, "Known weaknesses of Gadgetron 4.1"). Thrown today for compressed acquisitions that
+// cannot be decoded (ZFP, or an NHLBI buffer that does not fit its acquisition header).
+class RejectedMessage : public ProtocolError {
+public:
+    using ProtocolError::ProtocolError;
+};
+
 // End of stream before a message was complete (or before the next message started).
 class EndOfStream : public std::runtime_error {
 public:
@@ -84,7 +94,9 @@ public:
 };
 
 // Reads one whole message. Throws EndOfStream when the stream ends before its id, ProtocolError on
-// an unknown id, a length over Limits, compressed data (flags 53/54) or a truncated message.
+// an unknown id, a length over Limits or a truncated message, RejectedMessage (a ProtocolError with
+// the stream still framed) on compressed data it cannot decode. NHLBI-compressed acquisitions (flag
+// 54, wire/nhlbi.h) come back decoded, with flag 54 cleared: their data are plain samples now.
 WireMessage read_message(ByteReader& in, const Limits& limits);
 
 // Encodes one message, id included, into bytes ready for the socket.

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -113,6 +114,15 @@ std::string source_config_dir() { return std::string(LARMOR_SOURCE_DIR) + "/conf
 ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
     std::vector<std::string> argv = {server_binary(), "--address", "127.0.0.1", "--port", "0", "--config-dir",
                                      source_config_dir()};
+    for (size_t i = 0; i + 1 < extra_args.size(); ++i)
+        if (extra_args[i] == "--dependency-dir") dependency_dir_ = extra_args[i + 1];
+    if (dependency_dir_.empty()) {
+        char dir[] = "/tmp/larmor-deps-XXXXXX";
+        if (!::mkdtemp(dir)) throw std::runtime_error(errno_text("mkdtemp"));
+        dependency_dir_ = dir;
+        own_dependency_dir_ = true;
+        argv.insert(argv.end(), {"--dependency-dir", dependency_dir_});
+    }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     int pipefd[2];
     if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error(errno_text("pipe2"));
@@ -124,6 +134,8 @@ ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
         ::close(pipefd[0]);
         ::close(pipefd[1]);
         ::close(log_fd);
+        std::error_code ignored;
+        if (own_dependency_dir_) std::filesystem::remove_all(dependency_dir_, ignored);
         throw;
     }
     ::close(pipefd[1]);
@@ -151,6 +163,8 @@ ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
     }
     const std::string reason = "larmor-server did not report its port; stdout: '" + out + "'; log:\n" + log();
     stop(SIGKILL, std::chrono::seconds(10));
+    std::error_code ignored;
+    if (own_dependency_dir_) std::filesystem::remove_all(dependency_dir_, ignored);
     throw std::runtime_error(reason);
 }
 
@@ -167,6 +181,8 @@ ServerProcess::~ServerProcess() {
     if (::testing::Test::HasFailure()) std::cerr << "---- larmor-server log (" << log_path_ << ") ----\n" << text;
     else ::unlink(log_path_.c_str());
     if (stdout_fd_ >= 0) ::close(stdout_fd_);
+    std::error_code ignored;
+    if (own_dependency_dir_) std::filesystem::remove_all(dependency_dir_, ignored);
 }
 
 bool ServerProcess::running() {

@@ -22,7 +22,8 @@ class ServerProcess {
 public:
     // Starts larmor-server --address 127.0.0.1 --port 0 --config-dir <source>/config <extra_args>
     // and waits (up to 30 s) for its "listening on ADDR:PORT" line. Throws with the server's log
-    // when it does not come up.
+    // when it does not come up. Unless extra_args name a --dependency-dir, the server gets a fresh
+    // one of its own (removed with the object), so no test sees another's noise dependencies.
     explicit ServerProcess(const std::vector<std::string>& extra_args = {});
     // Stops the server (SIGTERM, then SIGKILL after 30 s); fails the test when its log holds a sanitizer
     // report, and prints the log when the test failed.
@@ -34,6 +35,7 @@ public:
     pid_t pid() const { return pid_; }
     bool running();
     std::string log() const;  // everything the server wrote to stderr so far
+    const std::string& dependency_dir() const { return dependency_dir_; }
 
     // Sends `signal` and waits up to `timeout` for the exit. Returns the exit code, 128+signal when
     // killed by a signal, or -1 when it had to be SIGKILLed after the timeout.
@@ -45,6 +47,8 @@ private:
     int exit_code_ = -1;
     uint16_t port_ = 0;
     std::string log_path_;
+    std::string dependency_dir_;
+    bool own_dependency_dir_ = false;
 };
 
 struct ProcessResult {

@@ -1,0 +1,58 @@
+#include "tests/support/gadgetron_client.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+namespace larmor::test {
+namespace {
+
+bool is_file(const std::string& path) {
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+constexpr auto kConnectTimeout = std::chrono::seconds(10);  // the clients' default -t 10000
+
+}  // namespace
+
+std::string gadgetron_client_dir() { return std::string(LARMOR_SHARED_DATA_DIR) + "/../tools/gadgetron-client"; }
+
+bool gadgetron_client_available() { return is_file(gadgetron_client_dir() + "/build.sh"); }
+
+GadgetronClients build_gadgetron_clients() {
+    static std::mutex m;
+    const std::lock_guard<std::mutex> lock(m);
+    const std::string out = std::string(LARMOR_BINARY_DIR) + "/gtclient";
+    GadgetronClients c{out + "/gadgetron_ismrmrd_client_head", out + "/gadgetron_ismrmrd_client_v41"};
+    if (is_file(c.head) && is_file(c.v41)) return c;
+    // flock(1): two test processes never build into the same folder at once.
+    const ProcessResult r = run_process(
+        {"/usr/bin/flock", out + ".lock", "/bin/bash", gadgetron_client_dir() + "/build.sh", out},
+        std::chrono::seconds(600));
+    if (r.exit_code != 0 || !is_file(c.head) || !is_file(c.v41))
+        throw std::runtime_error("building the Gadgetron clients failed (exit " + std::to_string(r.exit_code) +
+                                 "):\n" + r.output);
+    return c;
+}
+
+ClientRun run_gadgetron_client(const std::string& binary, const std::vector<std::string>& args,
+                               std::chrono::seconds timeout) {
+    ::setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
+    std::vector<std::string> argv{binary};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ClientRun run;
+    for (int attempt = 0;; ++attempt) {
+        const auto t0 = std::chrono::steady_clock::now();
+        static_cast<ProcessResult&>(run) = run_process(argv, timeout);
+        // Every run here takes far less than the connect timeout unless it raced; a raced run may even
+        // exit 0 with nothing sent (the client then finds its socket closed before it starts).
+        const bool raced = !run.timed_out && std::chrono::steady_clock::now() - t0 >= kConnectTimeout;
+        if (!raced || attempt == 3) return run;
+        run.raced.push_back(run.output);
+    }
+}
+
+}  // namespace larmor::test
