@@ -1,6 +1,7 @@
 #include "tests/support/gadgetron_client.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -43,8 +44,14 @@ ClientRun run_gadgetron_client(const std::string& binary, const std::vector<std:
     ::setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
     std::vector<std::string> argv{binary};
     argv.insert(argv.end(), args.begin(), args.end());
+    // The client appends to its output file: a run that is repeated starts from no file, or a slow
+    // but complete run (sanitizer builds take longer than the timeout) would leave its images twice.
+    std::string out_file;
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "-o") out_file = args[i + 1];
     ClientRun run;
     for (int attempt = 0;; ++attempt) {
+        if (attempt > 0 && !out_file.empty()) ::unlink(out_file.c_str());
         const auto t0 = std::chrono::steady_clock::now();
         static_cast<ProcessResult&>(run) = run_process(argv, timeout);
         // Every run here takes far less than the connect timeout unless it raced; a raced run may even
