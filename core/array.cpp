@@ -7,16 +7,24 @@ namespace {
 // std::complex<float> keeps the SIMD alignment FFTW and vector loops want for complex and real views.
 class HostStorage final : public Storage {
 public:
-    explicit HostStorage(size_t bytes) : buf_((bytes + sizeof(cfloat) - 1) / sizeof(cfloat)) {}
+    // The charge comes first: a request over budget throws before the vector touches a page.
+    HostStorage(size_t bytes, const std::shared_ptr<MemoryBudget>& budget, const std::string& what)
+        : charge_(budget, elements(bytes) * sizeof(cfloat), what), buf_(elements(bytes)) {}
     void* data() override { return buf_.data(); }
     size_t bytes() const override { return buf_.size() * sizeof(cfloat); }
     Device device() const override { return Device::Cpu; }
 
 private:
+    static size_t elements(size_t bytes) { return (bytes + sizeof(cfloat) - 1) / sizeof(cfloat); }
+
+    BudgetCharge charge_;
     std::vector<cfloat> buf_;
 };
 }  // namespace
 
-std::shared_ptr<Storage> make_host_storage(size_t bytes) { return std::make_shared<HostStorage>(bytes); }
+std::shared_ptr<Storage> make_host_storage(size_t bytes, const std::shared_ptr<MemoryBudget>& budget,
+                                           const std::string& what) {
+    return std::make_shared<HostStorage>(bytes, budget, what);
+}
 
 }  // namespace larmor

@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "core/memory_budget.h"
 #include "core/shape.h"
 
 namespace larmor {
@@ -38,8 +39,10 @@ public:
     virtual bool pinned() const { return false; }
 };
 
-// Plain pageable host memory, zero-filled.
-std::shared_ptr<Storage> make_host_storage(size_t bytes);
+// Plain pageable host memory, zero-filled. With a budget, the bytes are charged to it before anything
+// is allocated (MemoryBudgetExceeded names `what`) and given back when the storage goes.
+std::shared_ptr<Storage> make_host_storage(size_t bytes, const std::shared_ptr<MemoryBudget>& budget = nullptr,
+                                           const std::string& what = "host array");
 
 template <class T>
 class Array {
@@ -56,8 +59,10 @@ public:
                                         std::to_string(offset_));
     }
 
-    // Host array of the given shape, zero-initialised, pageable memory.
-    static Array host(const Shape& shape) { return Array(shape, make_host_storage(shape.size() * sizeof(T))); }
+    // Host array of the given shape, zero-initialised, pageable memory; charged to `budget` when given.
+    static Array host(const Shape& shape, const std::shared_ptr<MemoryBudget>& budget = nullptr) {
+        return Array(shape, make_host_storage(shape.size() * sizeof(T), budget, "host array " + shape.str()));
+    }
 
     const Shape& shape() const { return shape_; }
     size_t size() const { return shape_.size(); }

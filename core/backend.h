@@ -6,13 +6,16 @@
 // their own CPU and CUDA kernels (core/linops/*_kernels.h, gadgets/kernels/) and reach the session's
 // stream through cuda/cuda_backend.h, so the Backend does not grow with them.
 // A Backend instance belongs to one session: on CUDA it owns that session's stream, plan cache and
-// handles, so concurrent sessions overlap on the GPU without sharing mutable state.
+// handles, so concurrent sessions overlap on the GPU without sharing mutable state. It also carries the
+// session's memory budgets (core/memory_budget.h): every array it allocates is charged to them first.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/array.h"
+#include "core/memory_budget.h"
 
 namespace larmor {
 
@@ -51,6 +54,14 @@ struct Coef {
 class Backend {
 public:
     virtual ~Backend() = default;
+
+    // The budgets this backend's allocations are charged to: host memory (pageable and page-locked)
+    // and device memory (the CUDA block cache included). Null members: not bounded.
+    const MemoryBudgets& budgets() const { return budgets_; }
+    // Zeroed pageable host arrays charged to the host budget, for the masks, weights and maps that
+    // gadgets fill on the CPU.
+    CArray host_complex(const Shape& shape) const { return CArray::host(shape, budgets_.host); }
+    RArray host_real(const Shape& shape) const { return RArray::host(shape, budgets_.host); }
 
     virtual Device device() const = 0;
     // Human-readable description (device name, threads) for logs and the status query.
@@ -154,17 +165,26 @@ public:
     // x_i = (x[i], x[i + n], ...) shrinks by its l2 norm: out_i = x_i max(1 - lambda / ||x_i||, 0).
     // joint = 1 is the elementwise complex soft threshold.
     virtual void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint = 1) = 0;
+
+protected:
+    explicit Backend(MemoryBudgets budgets) : budgets_(std::move(budgets)) {}
+
+private:
+    const MemoryBudgets budgets_;
 };
 
-// CPU backend with `threads` worker threads (0 = all cores).
-std::shared_ptr<Backend> make_cpu_backend(int threads = 0);
+// CPU backend with `threads` worker threads (0 = all cores); its arrays are charged to budgets.host.
+std::shared_ptr<Backend> make_cpu_backend(int threads = 0, MemoryBudgets budgets = {});
 
 // True when this build has CUDA and at least one device is usable.
 bool cuda_available();
 // Number of CUDA devices and a one-line description of each (empty without CUDA).
 std::vector<std::string> cuda_devices();
-// CUDA backend on device `device` with its own stream. Throws with a clear message when this build
-// has no CUDA or the device is absent.
-std::shared_ptr<Backend> make_cuda_backend(int device = 0);
+// Global memory of CUDA device `device` in bytes (0 without CUDA or without that device).
+uint64_t cuda_device_memory(int device);
+// CUDA backend on device `device` with its own stream; device arrays (and the blocks its cache keeps)
+// are charged to budgets.device, page-locked host memory to budgets.host. Throws with a clear
+// message when this build has no CUDA or the device is absent.
+std::shared_ptr<Backend> make_cuda_backend(int device = 0, MemoryBudgets budgets = {});
 
 }  // namespace larmor

@@ -11,7 +11,9 @@ bool cuda_available() { return false; }
 
 std::vector<std::string> cuda_devices() { return {}; }
 
-std::shared_ptr<Backend> make_cuda_backend(int device) {
+uint64_t cuda_device_memory(int) { return 0; }
+
+std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets) {
     throw std::runtime_error("make_cuda_backend(" + std::to_string(device) +
                              "): this Larmor build has no CUDA backend (built without nvcc)");
 }

@@ -55,11 +55,12 @@ private:
 
 class CudaBackend final : public Backend {
 public:
-    explicit CudaBackend(int device)
-        : ctx_(std::make_shared<cuda::DeviceContext>(device)),
+    CudaBackend(int device, MemoryBudgets budgets)
+        : Backend(budgets),
+          ctx_(std::make_shared<cuda::DeviceContext>(device, budgets)),
           plans_(ctx_),
-          downloads_(std::make_shared<cuda::PinnedCache>(device)),
-          uploads_(device) {
+          downloads_(std::make_shared<cuda::PinnedCache>(device, budgets.host)),
+          uploads_(device, budgets.host) {
         DeviceGuard g(device);
         // Zeroed once: the reductions' arrival counter must start at 0 (each launch leaves it at 0).
         reduction_ = cuda::make_device_storage(ctx_, cuda::reduction_scratch_bytes(), "reduction scratch");
@@ -481,7 +482,17 @@ std::vector<std::string> cuda_devices() {
     return out;
 }
 
-std::shared_ptr<Backend> make_cuda_backend(int device) {
+uint64_t cuda_device_memory(int device) {
+    if (device < 0 || device >= device_count()) return 0;
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return p.totalGlobalMem;
+}
+
+std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets budgets) {
     const int n = device_count();
     if (n < 0)
         throw std::runtime_error("make_cuda_backend(" + std::to_string(device) + "): no usable CUDA driver/device: " +
@@ -489,7 +500,7 @@ std::shared_ptr<Backend> make_cuda_backend(int device) {
     if (device < 0 || device >= n)
         throw std::runtime_error("make_cuda_backend(" + std::to_string(device) + "): no such device, " +
                                  std::to_string(n) + " CUDA device(s) present");
-    return std::make_shared<CudaBackend>(device);
+    return std::make_shared<CudaBackend>(device, std::move(budgets));
 }
 
 }  // namespace larmor

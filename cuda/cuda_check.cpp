@@ -1,5 +1,7 @@
 #include "cuda/cuda_check.h"
 
+#include "cuda/cuda_libraries.h"
+
 #include <cstdio>
 #include <stdexcept>
 
@@ -60,7 +62,7 @@ void throw_cufft(const char* call, cufftResult status, const std::string& contex
 }
 
 void throw_nvrtc(const char* call, nvrtcResult status, const std::string& context) {
-    throw std::runtime_error(with_context(std::string(call) + " failed: " + nvrtcGetErrorString(status), context));
+    throw std::runtime_error(with_context(std::string(call) + " failed: " + nvrtc_library().get_error_string(status), context));
 }
 
 void throw_out_of_memory(const char* call, size_t bytes, int device, const std::string& context) {

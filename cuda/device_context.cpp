@@ -50,18 +50,15 @@ public:
         // Only blocks for the compute stream come from the session's cache: an upload-stream block
         // must not be one that queued compute work may still read.
         if (!stream || stream == ctx_->stream()) ptr_ = ctx_->take_block(bytes_);
-        if (ptr_) return;
-        DeviceGuard guard(ctx_->device());
-        cudaError_t e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
-        if (e == cudaErrorMemoryAllocation) {
-            cudaGetLastError();
-            ctx_->release_cached_blocks();  // blocks of other sizes this session holds on to
-            e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        if (ptr_) return;  // a cached block is still charged to the budget
+        ctx_->charge_device(bytes_, what);  // before the allocation: over budget allocates nothing
+        try {
+            allocate(stream, what);
+        } catch (...) {
+            ptr_ = nullptr;
+            ctx_->uncharge_device(bytes_);
+            throw;
         }
-        if (e == cudaErrorMemoryAllocation) throw_out_of_memory("cudaMallocAsync", bytes_, ctx_->device(), what);
-        if (e != cudaSuccess)
-            throw_cuda("cudaMallocAsync", e, std::to_string(bytes_) + " bytes for " + what + " on device " +
-                                                 std::to_string(ctx_->device()));
     }
     // Back to the session's cache, or to the pool stream-ordered: after all work queued so far on the
     // compute stream, the only stream that uses the block after its upload.
@@ -74,6 +71,20 @@ public:
     int device_index() const { return ctx_->device(); }
 
 private:
+    void allocate(cudaStream_t stream, const std::string& what) {
+        DeviceGuard guard(ctx_->device());
+        cudaError_t e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            ctx_->release_cached_blocks();  // blocks of other sizes this session holds on to
+            e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
+        }
+        if (e == cudaErrorMemoryAllocation) throw_out_of_memory("cudaMallocAsync", bytes_, ctx_->device(), what);
+        if (e != cudaSuccess)
+            throw_cuda("cudaMallocAsync", e, std::to_string(bytes_) + " bytes for " + what + " on device " +
+                                                 std::to_string(ctx_->device()));
+    }
+
     std::shared_ptr<DeviceContext> ctx_;
     size_t bytes_;
     void* ptr_ = nullptr;
@@ -81,7 +92,8 @@ private:
 
 class PinnedStorage final : public Storage {
 public:
-    PinnedStorage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes, const std::string& what) : bytes_(bytes) {
+    PinnedStorage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes, const std::string& what)
+        : charge_(ctx->budgets().host, bytes, what), bytes_(bytes) {
         if (bytes_ == 0) return;
         DeviceGuard guard(ctx->device());
         const cudaError_t e = cudaHostAlloc(&ptr_, bytes_, cudaHostAllocPortable);
@@ -100,6 +112,7 @@ public:
     bool pinned() const override { return true; }
 
 private:
+    BudgetCharge charge_;  // first: over budget, nothing is allocated
     size_t bytes_;
     void* ptr_ = nullptr;
 };
@@ -141,14 +154,22 @@ private:
 };
 
 PinnedCache::~PinnedCache() {
-    for (const auto& [p, bytes] : free_.drain()) free_pinned(p);
+    for (const auto& [p, bytes] : free_.drain()) free_block(p, bytes);
 }
 
 std::shared_ptr<Storage> PinnedCache::take(size_t bytes, const std::string& what) {
     void* p = nullptr;
     if (bytes) {
         p = free_.take(bytes);
-        if (!p) p = alloc_pinned(device_, bytes, what);
+        if (!p) {
+            if (budget_) budget_->reserve(bytes, what);
+            try {
+                p = alloc_pinned(device_, bytes, what);
+            } catch (...) {
+                if (budget_) budget_->release(bytes);
+                throw;
+            }
+        }
     }
     try {
         return std::make_shared<CachedPinnedStorage>(shared_from_this(), p, bytes);
@@ -161,10 +182,15 @@ std::shared_ptr<Storage> PinnedCache::take(size_t bytes, const std::string& what
 size_t PinnedCache::cached_bytes() const { return free_.bytes(); }
 
 void PinnedCache::give_back(void* p, size_t bytes) noexcept {
-    if (p && !free_.keep(p, bytes)) free_pinned(p);
+    if (p && !free_.keep(p, bytes)) free_block(p, bytes);
 }
 
-DeviceContext::DeviceContext(int device) : device_(device) {
+void PinnedCache::free_block(void* p, size_t bytes) noexcept {
+    free_pinned(p);
+    if (budget_) budget_->release(bytes);
+}
+
+DeviceContext::DeviceContext(int device, MemoryBudgets budgets) : device_(device), budgets_(std::move(budgets)) {
     DeviceGuard guard(device_);
     const std::string ctx = "device " + std::to_string(device_);
     LARMOR_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_), ctx);
@@ -189,9 +215,29 @@ void* DeviceContext::take_block(size_t bytes) { return blocks_.take(bytes); }
 void DeviceContext::give_block(void* p, size_t bytes) noexcept {
     if (blocks_.keep(p, bytes)) return;
     DeviceGuard guard(device_);
+    free_block(p, bytes);
+}
+
+void DeviceContext::free_block(void* p, size_t bytes) noexcept {
     // Errors (e.g. at process exit, when the runtime is already unloading) are ignored: this runs in
     // destructors, which must not throw.
     if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
+    uncharge_device(bytes);
+}
+
+void DeviceContext::charge_device(size_t bytes, const std::string& what) {
+    if (!budgets_.device) return;
+    try {
+        budgets_.device->reserve(bytes, what);
+    } catch (const MemoryBudgetExceeded&) {
+        if (blocks_.bytes() == 0) throw;
+        release_cached_blocks();  // the cache counts against the budget: make room, then ask again
+        budgets_.device->reserve(bytes, what);
+    }
+}
+
+void DeviceContext::uncharge_device(size_t bytes) noexcept {
+    if (budgets_.device) budgets_.device->release(bytes);
 }
 
 void DeviceContext::release_cached_blocks() noexcept {
@@ -202,8 +248,7 @@ void DeviceContext::release_cached_blocks() noexcept {
         return;
     }
     DeviceGuard guard(device_);
-    for (const auto& [p, bytes] : blocks)
-        if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
+    for (const auto& [p, bytes] : blocks) free_block(p, bytes);
     // The pool can hand the memory to an allocation on another stream only once the frees ran.
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
 }

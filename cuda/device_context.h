@@ -2,6 +2,9 @@
 // Per-session device resources of the CUDA backend: the compute stream every operation is queued on
 // and an upload stream so host-to-device copies overlap queued kernels. Device arrays keep the context alive (shared_ptr), so their stream-ordered
 // frees (cudaFreeAsync) always have a live stream, even after the Backend itself is gone.
+// Memory budgets (core/memory_budget.h): device memory is charged to the session's device budget
+// from cudaMallocAsync to cudaFreeAsync, so the blocks its cache keeps count as used; page-locked
+// host memory is charged to its host budget.
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "core/array.h"
+#include "core/memory_budget.h"
 #include "cuda/block_list.h"
 
 namespace larmor::cuda {
@@ -29,12 +33,13 @@ private:
 
 class DeviceContext {
 public:
-    explicit DeviceContext(int device);
+    explicit DeviceContext(int device, MemoryBudgets budgets = {});
     ~DeviceContext();
     DeviceContext(const DeviceContext&) = delete;
     DeviceContext& operator=(const DeviceContext&) = delete;
 
     int device() const { return device_; }
+    const MemoryBudgets& budgets() const { return budgets_; }
     cudaStream_t stream() const { return stream_; }
     cudaStream_t upload_stream() const { return upload_; }
     const cudaDeviceProp& props() const { return props_; }
@@ -53,11 +58,22 @@ public:
     static constexpr size_t kCachedBytes = size_t{1} << 30;
     void* take_block(size_t bytes);
     void give_block(void* p, size_t bytes) noexcept;
-    // Frees every cached block (stream-ordered); used when an allocation fails for lack of memory.
+    // Frees every cached block (stream-ordered); used when an allocation fails for lack of memory
+    // or of budget.
     void release_cached_blocks() noexcept;
 
+    // Charges `bytes` of device memory about to be allocated to the device budget; when that would
+    // exceed it, frees the cached blocks (which it counts) and tries once more, then throws
+    // MemoryBudgetExceeded naming `what`. charge_device/uncharge_device pair with the allocation and
+    // the cudaFreeAsync of a block (give_block and release_cached_blocks uncharge what they free).
+    void charge_device(size_t bytes, const std::string& what);
+    void uncharge_device(size_t bytes) noexcept;
+
 private:
+    void free_block(void* p, size_t bytes) noexcept;
+
     int device_;
+    MemoryBudgets budgets_;
     cudaDeviceProp props_{};
     cudaStream_t stream_ = nullptr;
     cudaStream_t upload_ = nullptr;
@@ -69,19 +85,21 @@ private:
 // context's compute stream) and freed on the compute stream when the last handle goes.
 std::shared_ptr<Storage> make_device_storage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes,
                                              const std::string& what, cudaStream_t stream = nullptr);
-// Page-locked host memory (cudaHostAlloc), zeroed; pinned() is true.
+// Page-locked host memory (cudaHostAlloc), zeroed, charged to the context's host budget; pinned() is true.
 std::shared_ptr<Storage> make_pinned_storage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes,
                                              const std::string& what);
 // Page-locked host blocks reused across downloads (to_host): take() hands out a Storage whose block
 // comes back here when its last handle goes, so hold the cache through a shared_ptr (each Storage
 // keeps it alive, arrays may outlive their backend). Blocks are cached by exact size, at most
-// kPerSize of one size and kMaxBytes in all; larger blocks are freed when released. Thread-safe.
+// kPerSize of one size and kMaxBytes in all; larger blocks are freed when released. Blocks are
+// charged to `host_budget` while they exist, cached ones included. Thread-safe.
 class PinnedCache : public std::enable_shared_from_this<PinnedCache> {
 public:
     static constexpr size_t kPerSize = 4;
     static constexpr size_t kMaxBytes = size_t{256} << 20;
 
-    explicit PinnedCache(int device) : device_(device) {}
+    explicit PinnedCache(int device, std::shared_ptr<MemoryBudget> host_budget = nullptr)
+        : device_(device), budget_(std::move(host_budget)) {}
     ~PinnedCache();
     PinnedCache(const PinnedCache&) = delete;
     PinnedCache& operator=(const PinnedCache&) = delete;
@@ -94,8 +112,10 @@ public:
 private:
     friend class CachedPinnedStorage;
     void give_back(void* p, size_t bytes) noexcept;
+    void free_block(void* p, size_t bytes) noexcept;
 
     int device_;
+    std::shared_ptr<MemoryBudget> budget_;
     BlockList free_{kPerSize, kMaxBytes};
 };
 

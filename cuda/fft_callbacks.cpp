@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_libraries.h"
 
 namespace larmor::cuda {
 namespace {
@@ -138,25 +139,26 @@ const std::vector<char>& callback_ltoir(const std::string& source, int arch) {
     if (it != cache.end()) return *it->second;
 
     nvrtcProgram prog = nullptr;
-    LARMOR_NVRTC_CHECK(nvrtcCreateProgram(&prog, source.c_str(), "larmor_fft_callbacks.cu", 0, nullptr, nullptr),
+    const NvrtcLibrary& nvrtc = nvrtc_library();
+    LARMOR_NVRTC_CHECK(nvrtc.create_program(&prog, source.c_str(), "larmor_fft_callbacks.cu", 0, nullptr, nullptr),
                        "centring callbacks");
-    std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+    std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtc_library().destroy_program(p); });
     const std::string arch_opt = "--gpu-architecture=compute_" + std::to_string(arch);
     const char* opts[] = {arch_opt.c_str(), "-dlto", "--relocatable-device-code=true", "--std=c++17"};
-    const nvrtcResult r = nvrtcCompileProgram(prog, 4, opts);
+    const nvrtcResult r = nvrtc.compile_program(prog, 4, opts);
     if (r != NVRTC_SUCCESS) {
         size_t n = 0;
         std::string log;
-        if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+        if (nvrtc.get_program_log_size(prog, &n) == NVRTC_SUCCESS && n > 1) {
             log.resize(n);
-            nvrtcGetProgramLog(prog, log.data());
+            nvrtc.get_program_log(prog, log.data());
         }
         throw_nvrtc("nvrtcCompileProgram", r, arch_opt + " -dlto, log: " + log + "\nsource:\n" + source);
     }
     size_t size = 0;
-    LARMOR_NVRTC_CHECK(nvrtcGetLTOIRSize(prog, &size), arch_opt);
+    LARMOR_NVRTC_CHECK(nvrtc.get_ltoir_size(prog, &size), arch_opt);
     auto ir = std::make_unique<std::vector<char>>(size);
-    LARMOR_NVRTC_CHECK(nvrtcGetLTOIR(prog, ir->data()), arch_opt);
+    LARMOR_NVRTC_CHECK(nvrtc.get_ltoir(prog, ir->data()), arch_opt);
     auto& ref = *ir;
     cache.emplace(std::move(key), std::move(ir));
     return ref;

@@ -14,6 +14,7 @@
 #include "core/cpu/backend_checks.h"
 #include "core/cpu/centring.h"
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_libraries.h"
 #include "cuda/fft_strided.h"
 
 namespace larmor::cuda {
@@ -58,10 +59,10 @@ std::atomic<int> g_last{static_cast<int>(Centring::Load)};
 class Plan {
 public:
     Plan() {
-        const cufftResult r = cufftCreate(&h_);
-        if (r != CUFFT_SUCCESS) throw_cufft("cufftCreate(&h_)", r, "");
+        const cufftResult r = cufft_library().create(&h_);
+        if (r != CUFFT_SUCCESS) throw_cufft("cufftCreate", r, "");
     }
-    ~Plan() { cufftDestroy(h_); }
+    ~Plan() { cufft_library().destroy(h_); }
     Plan(const Plan&) = delete;
     Plan& operator=(const Plan&) = delete;
     cufftHandle get() const { return h_; }
@@ -86,12 +87,12 @@ cufftResult make_plan(cufftHandle h, const FftRunLayout& r, size_t* work) {
     const long long span = std::max(r.dist * r.batch, run * r.stride);  // elements one exec touches
     if (span <= lim && r.batch <= lim && r.stride <= lim && r.dist <= lim) {
         std::vector<int> n(r.n.begin(), r.n.end());
-        return cufftMakePlanMany(h, static_cast<int>(n.size()), n.data(), n.data(), static_cast<int>(r.stride),
+        return cufft_library().make_plan_many(h, static_cast<int>(n.size()), n.data(), n.data(), static_cast<int>(r.stride),
                                  static_cast<int>(r.dist), n.data(), static_cast<int>(r.stride),
                                  static_cast<int>(r.dist), CUFFT_C2C, static_cast<int>(r.batch), work);
     }
     std::vector<long long> n = r.n;  // cuFFT takes non-const arrays
-    return cufftMakePlanMany64(h, static_cast<int>(n.size()), n.data(), n.data(), r.stride, r.dist, n.data(), r.stride,
+    return cufft_library().make_plan_many64(h, static_cast<int>(n.size()), n.data(), n.data(), r.stride, r.dist, n.data(), r.stride,
                                r.dist, CUFFT_C2C, r.batch, work);
 }
 
@@ -166,7 +167,7 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
                 if (res == CUFFT_ALLOC_FAILED)
                     throw std::runtime_error("cufftMakePlanMany: out of GPU memory for the work area of " + ctx);
                 if (res != CUFFT_SUCCESS) throw_cufft("cufftMakePlanMany", res, ctx);
-                LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
+                LARMOR_CUFFT_CHECK(cufft_library().set_stream(plan->get(), ctx_->stream()), ctx);
                 t->runs.push_back({sl.x_run, std::move(plan)});
             }
             g_last = static_cast<int>(t->centring);
@@ -194,16 +195,16 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
                     auto plan = std::make_unique<Plan>();
                     void* info = nullptr;
                     const std::string ctx = describe(shape, live, r);
-                    LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), load_name, ir.data(), ir.size(),
+                    LARMOR_CUFFT_CHECK(cufft_library().xt_set_jit_callback(plan->get(), load_name, ir.data(), ir.size(),
                                                              CUFFT_CB_LD_COMPLEX, &info),
                                        ctx);
                     if (store_name)
-                        LARMOR_CUFFT_CHECK(cufftXtSetJITCallback(plan->get(), store_name, ir.data(), ir.size(),
+                        LARMOR_CUFFT_CHECK(cufft_library().xt_set_jit_callback(plan->get(), store_name, ir.data(), ir.size(),
                                                                  CUFFT_CB_ST_COMPLEX, &info),
                                            ctx);
                     size_t work = 0;
                     LARMOR_CUFFT_CHECK(make_plan(plan->get(), r, &work), ctx);
-                    LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
+                    LARMOR_CUFFT_CHECK(cufft_library().set_stream(plan->get(), ctx_->stream()), ctx);
                     t->runs.push_back({r, std::move(plan)});
                 }
                 t->centring = want;
@@ -229,7 +230,7 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
             if (res == CUFFT_ALLOC_FAILED)
                 throw std::runtime_error("cufftMakePlanMany: out of GPU memory for the work area of " + ctx);
             if (res != CUFFT_SUCCESS) throw_cufft("cufftMakePlanMany", res, ctx);
-            LARMOR_CUFFT_CHECK(cufftSetStream(plan->get(), ctx_->stream()), ctx);
+            LARMOR_CUFFT_CHECK(cufft_library().set_stream(plan->get(), ctx_->stream()), ctx);
             t->runs.push_back({r, std::move(plan)});
         }
         double n_total = 1;
@@ -277,7 +278,7 @@ void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, 
             // cuFFT takes a non-const input; out of place it only reads it (C2C)
             auto* i = reinterpret_cast<cufftComplex*>(const_cast<float2*>(src + e * run.layout.step));
             auto* o = reinterpret_cast<cufftComplex*>(dst + e * run.layout.step);
-            LARMOR_CUFFT_CHECK(cufftExecC2C(run.plan->get(), i, o, cufft_dir), describe(shape, live, run.layout));
+            LARMOR_CUFFT_CHECK(cufft_library().exec_c2c(run.plan->get(), i, o, cufft_dir), describe(shape, live, run.layout));
         }
     };
     switch (t.centring) {

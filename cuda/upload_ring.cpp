@@ -19,8 +19,10 @@ UploadRing::~UploadRing() {
 }
 
 void UploadRing::allocate(const std::function<std::string()>& what) {
+    BudgetCharge charge(budget_, kSlots * kSlotBytes, "upload staging for " + what());
     void* p = alloc_pinned(device_, kSlots * kSlotBytes, "upload staging for " + what());
     host_ = static_cast<char*>(p);
+    charge_ = std::move(charge);
     for (size_t s = 0; s < kSlots; ++s)
         LARMOR_CUDA_CHECK(cudaEventCreateWithFlags(&done_[s], cudaEventDisableTiming), "upload staging event, " + what());
 }

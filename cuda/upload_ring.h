@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/memory_budget.h"
+
 namespace larmor::cuda {
 
 class UploadRing {
@@ -19,7 +21,9 @@ public:
     static constexpr size_t kSlots = 8;
     static constexpr size_t kSlotBytes = size_t{1} << 20;
 
-    explicit UploadRing(int device) : device_(device) {}
+    // The slots are charged to `host_budget` from their allocation (at the first upload) on.
+    explicit UploadRing(int device, std::shared_ptr<MemoryBudget> host_budget = nullptr)
+        : device_(device), budget_(std::move(host_budget)) {}
     ~UploadRing();
     UploadRing(const UploadRing&) = delete;
     UploadRing& operator=(const UploadRing&) = delete;
@@ -36,6 +40,8 @@ private:
     void allocate(const std::function<std::string()>& what);
 
     int device_;
+    std::shared_ptr<MemoryBudget> budget_;
+    BudgetCharge charge_;  // of host_, while it exists
     std::mutex m_;
     char* host_ = nullptr;  // kSlots x kSlotBytes, page-locked
     std::array<cudaEvent_t, kSlots> done_{};

@@ -29,14 +29,21 @@ namespace {
 
 constexpr size_t kMaxChannels = 1024;
 
-bool is_special(const Acquisition& a) {
+// What a special readout is, for the session summary; nullptr for ordinary data.
+const char* special_kind(const Acquisition& a) {
     using namespace ISMRMRD;
-    for (int f : {ISMRMRD_ACQ_IS_NAVIGATION_DATA, ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD_ACQ_IS_HPFEEDBACK_DATA,
-                  ISMRMRD_ACQ_IS_DUMMYSCAN_DATA, ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
-                  ISMRMRD_ACQ_IS_SURFACECOILCORRECTIONSCAN_DATA, ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE,
-                  ISMRMRD_ACQ_IS_PHASE_STABILIZATION})
-        if (a.flag(f)) return true;
-    return false;
+    static const std::pair<int, const char*> kinds[] = {
+        {ISMRMRD_ACQ_IS_NAVIGATION_DATA, "navigator readouts"},
+        {ISMRMRD_ACQ_IS_PHASECORR_DATA, "phase correction readouts"},
+        {ISMRMRD_ACQ_IS_HPFEEDBACK_DATA, "HP feedback readouts"},
+        {ISMRMRD_ACQ_IS_DUMMYSCAN_DATA, "dummy scans"},
+        {ISMRMRD_ACQ_IS_RTFEEDBACK_DATA, "real-time feedback readouts"},
+        {ISMRMRD_ACQ_IS_SURFACECOILCORRECTIONSCAN_DATA, "surface coil correction scans"},
+        {ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE, "phase stabilisation references"},
+        {ISMRMRD_ACQ_IS_PHASE_STABILIZATION, "phase stabilisation readouts"}};
+    for (const auto& [flag, kind] : kinds)
+        if (a.flag(flag)) return kind;
+    return nullptr;
 }
 
 std::string scan(const Acquisition& a) { return " (acquisition scan_counter " + std::to_string(a.head.scan_counter) + ")"; }
@@ -277,10 +284,16 @@ class AccumulateTriggerGadget final : public TypedGadget<Acquisition, PendingAcq
 public:
     explicit AccumulateTriggerGadget(const config::AccumulateTrigger& cfg) : cfg_(cfg) {}
 
+    bool cartesian_only() const override { return true; }
+
+    // One k-space buffer of the declared matrix and channels; more are charged as they are opened.
+    uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override { return declared_kspace_bytes(h); }
+
     void start(const SessionContext& ctx) override {
         header_ = ctx.header;
         backend_ = ctx.backend;
         session_ = ctx.session_id;
+        ledger_ = ctx.ledger;
         if (!backend_) throw std::runtime_error("AccumulateTrigger: the session has no backend");
         const EncodingGeometry first = encoding_geometry(header_, 0);  // fail at start without an encoding
         geometries_.assign(ctx.header.encoding.size(), std::nullopt);
@@ -296,7 +309,10 @@ public:
 
 private:
     void accumulate(const Acquisition& a, const LineOps& ops, Emitter& out) {
-        if (a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return;
+        if (a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+            ledger_->discarded("noise scans (no noise_adjust before the accumulator)", a);
+            return;
+        }
 
         const auto dim = cfg_.trigger();
         if (auto v = counter(a.head.idx, dim)) {
@@ -304,7 +320,11 @@ private:
             last_counter_ = v;
         }
 
-        if (cfg_.keep_special_lines() || !is_special(a)) add(a, ops);
+        const char* special = special_kind(a);
+        if (cfg_.keep_special_lines() || !special)
+            add(a, ops);
+        else
+            ledger_->discarded(std::string(special) + " (not reconstructed; keep_special_lines is off)", a);
 
         if (dim == config::TRIGGER_AUTO) {
             if (a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION) || a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT))
@@ -346,11 +366,18 @@ private:
 
         const bool calibration = a.flag(ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION);
         const bool both = a.flag(ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING);
-        if (calibration && !cfg_.emit_calibration()) return;  // calibration-only line, not wanted
+        if (calibration && !cfg_.emit_calibration()) {  // calibration-only line, not wanted
+            ledger_->discarded("calibration-only lines (the chain does not use them: emit_calibration is off)", a);
+            return;
+        }
 
         Slot& slot = slot_for(key_of(a));
         if (!calibration || both) slot.imaging.add(a, ops, g, *backend_, mix_);
         if (cfg_.emit_calibration() && (calibration || both)) slot.calibration.add(a, ops, g, *backend_, mix_);
+        const bool as_calibration = cfg_.emit_calibration() && (calibration || both);
+        ledger_->used(as_calibration && (!calibration || both) ? "imaging and calibration"
+                      : as_calibration                         ? "calibration"
+                                                               : "imaging");
     }
 
     Slot& slot_for(const BufferKey& key) {
@@ -398,6 +425,7 @@ private:
     config::AccumulateTrigger cfg_;
     ISMRMRD::IsmrmrdHeader header_;
     std::shared_ptr<Backend> backend_;
+    std::shared_ptr<AcquisitionLedger> ledger_ = std::make_shared<AcquisitionLedger>();
     std::string session_;
     std::vector<std::optional<EncodingGeometry>> geometries_;
     std::vector<Slot> slots_;  // open buffers, in the order they were opened

@@ -14,12 +14,15 @@ class AcquisitionCounter final : public TypedGadget<Acquisition, Waveform> {
 public:
     explicit AcquisitionCounter(bool forward) : forward_(forward) {}
 
+    void start(const SessionContext& ctx) override { ledger_ = ctx.ledger; }
+
     void process(Acquisition& acq, Emitter& out) override {
         ++acquisitions_;
         if (acq.flag(kNoiseFlag)) ++noise_;
         samples_ += uint64_t{acq.head.number_of_samples} * acq.head.active_channels;
         bytes_ += acq.data.size() * sizeof(cfloat) + acq.traj.size() * sizeof(float);
-        if (forward_) out.emit(std::move(acq));
+        if (forward_) return out.emit(std::move(acq));
+        ledger_->used("counted");
     }
 
     void process(Waveform& wav, Emitter& out) override {
@@ -42,6 +45,7 @@ private:
         forward(msg, out);
     }
 
+    std::shared_ptr<AcquisitionLedger> ledger_ = std::make_shared<AcquisitionLedger>();
     bool forward_;  // acquisitions and waveforms go on downstream (config pass_on)
     uint64_t acquisitions_ = 0, noise_ = 0, waveforms_ = 0, samples_ = 0, bytes_ = 0, other_ = 0;
 };

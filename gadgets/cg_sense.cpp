@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gadgets/chain_config.h"
+#include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/recon_grid.h"
@@ -64,6 +65,13 @@ Settings settings_of(const config::CgSense& c) {
 class CgSenseGadget final : public TypedGadget<ReconBuffer> {
 public:
     explicit CgSenseGadget(const config::CgSense& cfg) : s_(settings_of(cfg)) {}
+
+    // Coil-sized arrays held at once: merged data, the extra ACS copy, the maps, their calibration
+    // images (two), the normal operator's two workspaces and the right-hand side's: 8; plus the CG
+    // vectors (x, r, p, Ap and the image), image-sized.
+    uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override {
+        return saturating_add(declared_kspace_bytes(h, 8), declared_image_bytes(h, 5));
+    }
 
     void start(const SessionContext& ctx) override {
         backend_ = ctx.backend;

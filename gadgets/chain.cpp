@@ -14,6 +14,15 @@
 
 namespace larmor {
 namespace {
+
+// The scan_counter of an acquisition (plain or with pending line operations); nothing for the rest.
+std::optional<uint32_t> acquisition_scan(const Message& m) {
+    if (const auto* a = std::get_if<Acquisition>(&m)) return a->head.scan_counter;
+    if (const auto* p = std::get_if<PendingAcquisition>(&m)) return p->acq.head.scan_counter;
+    return std::nullopt;
+}
+constexpr const char* kAfterFailure = "dropped after a gadget failed (see the error)";
+
 // A queue item: a message, or the end-of-stream marker (nullopt) that drains the chain in order.
 using Item = std::optional<Message>;
 }  // namespace
@@ -92,7 +101,12 @@ struct ChainRunner::Impl {
             if (!item) return;  // aborted
             if (!item->has_value()) break;
             Message& msg = **item;  // moved into process() below
+            const std::optional<uint32_t> scan = acquisition_scan(msg);
+            const bool dropped = s.failed;
             guarded(s, [&] { s.gadget->process(std::move(msg), out); });
+            // An acquisition that met a failed stage, or made it fail, goes no further.
+            if (scan && s.failed)
+                ctx.ledger->discarded(dropped ? std::string(kAfterFailure) : "lost when " + s.name + " failed on it", *scan);
         }
         guarded(s, [&] { s.gadget->finish(out); });
         if (index + 1 < stages.size()) stages[index + 1]->queue.push(Item());
@@ -146,7 +160,10 @@ void ChainRunner::push(Message msg) {
     if (impl_->closed) throw std::logic_error("ChainRunner::push after close");
     // After a failure the rest of the stream is read and dropped here, so the session can still
     // wait for the client's CLOSE without the chain doing useless work.
-    if (impl_->any_failed) return;
+    if (impl_->any_failed) {
+        if (const auto scan = acquisition_scan(msg)) impl_->ctx.ledger->discarded(kAfterFailure, *scan);
+        return;
+    }
     impl_->stages.front()->queue.push(Item(std::move(msg)));
 }
 
@@ -168,6 +185,24 @@ std::vector<std::string> ChainRunner::gadget_names() const {
     std::vector<std::string> names;
     for (const auto& s : impl_->stages) names.push_back(s->name);
     return names;
+}
+
+uint64_t ChainRunner::working_set(const ISMRMRD::IsmrmrdHeader& header) const {
+    uint64_t total = 0;
+    for (const auto& s : impl_->stages) total = saturating_add(total, s->gadget->working_set(header));
+    return total;
+}
+
+bool ChainRunner::uses_trajectories() const {
+    for (const auto& s : impl_->stages)
+        if (s->gadget->uses_trajectories()) return true;
+    return false;
+}
+
+bool ChainRunner::cartesian_only() const {
+    for (const auto& s : impl_->stages)
+        if (s->gadget->cartesian_only()) return true;
+    return false;
 }
 
 int ChainRunner::backend_choice() const { return impl_->backend; }

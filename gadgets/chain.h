@@ -47,6 +47,13 @@ public:
     // Names of the gadgets, in order (for logs and tests).
     std::vector<std::string> gadget_names() const;
 
+    // Sum of the gadgets' working_set() for a session with this header (admission; gadget.h).
+    uint64_t working_set(const ISMRMRD::IsmrmrdHeader& header) const;
+
+    // Whether any gadget uses trajectories / places readouts on a Cartesian grid (gadget.h).
+    bool uses_trajectories() const;
+    bool cartesian_only() const;
+
     // Backend the chain asks for (auto/cpu/cuda), from the chain config.
     int backend_choice() const;
 

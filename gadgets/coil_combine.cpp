@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gadgets/encoding.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
 #include "gadgets/kernels/coil_combination.h"
@@ -34,6 +35,9 @@ public:
                               std::to_string(kMaxMapStride) + " (0 = kernel_size, 1 = every pixel)");
         stride_ = cfg.map_stride() == 0 ? std::min(kernel_, kMaxMapStride) : cfg.map_stride();
     }
+
+    // The combined image (the coil images are the FFT's).
+    uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override { return declared_image_bytes(h); }
 
     void start(const SessionContext& ctx) override {
         backend_ = ctx.backend;

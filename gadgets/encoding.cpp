@@ -1,7 +1,10 @@
 #include "gadgets/encoding.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "core/memory_budget.h"
 
 namespace larmor {
 namespace {
@@ -60,6 +63,28 @@ EncodingGeometry encoding_geometry(const ISMRMRD::IsmrmrdHeader& header, size_t 
     read_limits(e.encodingLimits.kspace_encoding_step_2, g.encoded_matrix[2], "kspace_encoding_step_2", g.e2_min,
                 g.e2_max, g.e2_centre);
     return g;
+}
+
+namespace {
+uint64_t largest_matrix(const ISMRMRD::IsmrmrdHeader& header) {
+    uint64_t largest = 0;
+    for (const auto& e : header.encoding) {
+        const auto& m = e.encodedSpace.matrixSize;
+        largest = std::max(largest, saturating_mul(saturating_mul(m.x, m.y), std::max<uint64_t>(m.z, 1)));
+    }
+    return largest;
+}
+}  // namespace
+
+uint64_t declared_kspace_bytes(const ISMRMRD::IsmrmrdHeader& header, uint64_t copies) {
+    uint64_t channels = 1;
+    if (header.acquisitionSystemInformation && header.acquisitionSystemInformation->receiverChannels)
+        channels = std::max<uint64_t>(*header.acquisitionSystemInformation->receiverChannels, 1);
+    return saturating_mul(saturating_mul(saturating_mul(largest_matrix(header), channels), sizeof(float) * 2), copies);
+}
+
+uint64_t declared_image_bytes(const ISMRMRD::IsmrmrdHeader& header, uint64_t copies) {
+    return saturating_mul(saturating_mul(largest_matrix(header), sizeof(float) * 2), copies);
 }
 
 }  // namespace larmor

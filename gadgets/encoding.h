@@ -2,6 +2,7 @@
 // Encoding geometry of the ISMRMRD XML header (<encoding>: encodedSpace, reconSpace, encodingLimits)
 // and where a readout of that encoding lands in an [RO, E1, E2] k-space buffer.
 #include <cstddef>
+#include <cstdint>
 
 #include <ismrmrd/xml.h>
 
@@ -13,6 +14,13 @@ namespace larmor {
 // default to the whole matrix with the centre at matrix/2. Throws std::runtime_error naming the
 // offending value when the header has no such encoding, a zero matrix size, or minimum > maximum.
 EncodingGeometry encoding_geometry(const ISMRMRD::IsmrmrdHeader& header, size_t index = 0);
+
+// Bytes of one complex-float k-space buffer [RO, E1, E2, CH] of the largest encoded space the header
+// declares (receiverChannels; 1 when absent), times `copies`, saturating at UINT64_MAX: what the
+// gadgets' working_set() estimates are made of. Reads only the header, never fails.
+uint64_t declared_kspace_bytes(const ISMRMRD::IsmrmrdHeader& header, uint64_t copies = 1);
+// The same for a coil-combined image [RO, E1, E2] (one channel).
+uint64_t declared_image_bytes(const ISMRMRD::IsmrmrdHeader& header, uint64_t copies = 1);
 
 // Offset added to kspace_encode_step_1 (resp. _2) so that the k-space centre line of the encoding
 // limits lands at index E1/2 (resp. E2/2) of the encoded matrix: the centred-FFT convention of

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/recon_grid.h"
@@ -15,6 +16,9 @@ namespace {
 
 class FFTGadget final : public TypedGadget<ReconBuffer> {
 public:
+    // The coil images of one buffer.
+    uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override { return declared_kspace_bytes(h); }
+
     void start(const SessionContext& ctx) override {
         backend_ = ctx.backend;
         if (!backend_) throw std::runtime_error("FFT: the session has no backend");

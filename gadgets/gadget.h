@@ -3,6 +3,7 @@
 // thread and a bounded input queue; the gadget itself is single-threaded code that receives typed
 // messages and emits messages downstream. Gadgets stay thin: numerical work goes through the
 // session's Backend (core/), never through kernels launched here.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include <ismrmrd/xml.h>
 
 #include "core/backend.h"
+#include "gadgets/acquisition_ledger.h"
 #include "gadgets/message.h"
 
 namespace larmor {
@@ -25,6 +27,8 @@ struct SessionContext {
     std::string chain_name;         // the chain's name as the client asked for it (image provenance)
     // Where noise covariances outlive their session (measurementDependency); null: none kept.
     std::shared_ptr<const NoiseDependencyStore> dependencies;
+    // Where gadgets record what became of each acquisition they consume (acquisition_ledger.h).
+    std::shared_ptr<AcquisitionLedger> ledger = std::make_shared<AcquisitionLedger>();
 };
 
 // Where a gadget sends its output. Blocks when the next stage's queue is full (backpressure).
@@ -50,6 +54,23 @@ public:
 
     // Called once after the last message (client CLOSE): flush what is buffered.
     virtual void finish(Emitter& out) { (void)out; }
+
+    // Bytes of session-backend arrays this gadget will hold at once for a session with this header
+    // (its largest buffers and workspaces). The server sums it over the chain when the header
+    // arrives and admits the session only if that fits its memory budget, before anything big is
+    // allocated (server/session.cpp). An estimate, not a bound: allocations are charged to the budget
+    // as they happen, so a stream that sends more than its header declared is still stopped.
+    virtual uint64_t working_set(const ISMRMRD::IsmrmrdHeader& header) const {
+        (void)header;
+        return 0;
+    }
+
+    // Whether this gadget reads acquisitions' trajectories (non-Cartesian gridding does): the
+    // session counts trajectories sent to a chain where none does, and says so in its summary.
+    virtual bool uses_trajectories() const { return false; }
+    // Whether this gadget places readouts on a Cartesian grid by their encode-step counters: a
+    // header whose trajectory is radial or spiral is then refused, not reconstructed as garbage.
+    virtual bool cartesian_only() const { return false; }
 
 protected:
     // Emits msg, moved from. Out of line for the same reason as process().

@@ -62,6 +62,7 @@ public:
 
     void start(const SessionContext& ctx) override {
         session_ = ctx.session_id;
+        ledger_ = ctx.ledger;
         store_ = ctx.dependencies;
         receiver_bw_ = kDefaultReceiverNoiseBandwidth;
         const auto& sys = ctx.header.acquisitionSystemInformation;
@@ -84,8 +85,10 @@ public:
 
     void process(Acquisition& acq, Emitter& out) override {
         if (acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
-            if (!ignored_noise(acq)) accumulate(acq);
-            if (cfg_.pass_noise_scans()) out.emit(std::move(acq));
+            const bool ignored = ignored_noise(acq);
+            if (!ignored) accumulate(acq);
+            if (cfg_.pass_noise_scans()) return out.emit(std::move(acq));
+            account_noise(acq, ignored);
             return;
         }
         prepare_whitener(acq, out);
@@ -100,12 +103,14 @@ public:
     void process(PendingAcquisition& p, Emitter& out) override {
         if (p.acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
             if (ignored_noise(p.acq)) {
-                if (cfg_.pass_noise_scans()) out.emit(std::move(p));
+                if (cfg_.pass_noise_scans()) return out.emit(std::move(p));
+                account_noise(p.acq, true);
                 return;
             }
             Acquisition acq = materialize(std::move(p));
             accumulate(acq);
-            if (cfg_.pass_noise_scans()) out.emit(std::move(acq));
+            if (cfg_.pass_noise_scans()) return out.emit(std::move(acq));
+            account_noise(acq, false);
             return;
         }
         prepare_whitener(p.acq, out);
@@ -265,6 +270,14 @@ private:
 
     // A noise scan that is not measured: after the imaging data started (logged once), or while a
     // stored dependency is used (Gadgetron ignores the stream's noise then).
+    // A noise scan that stops here (not passed on): measured, or ignored and why.
+    void account_noise(const Acquisition& acq, bool ignored) {
+        if (!ignored) return ledger_->used("noise (prewhitening)");
+        ledger_->discarded(loaded_ ? "noise scans (the stored noise dependency is used instead)"
+                                   : "noise scans after the imaging data began (the whitener was fixed)",
+                           acq);
+    }
+
     bool ignored_noise(const Acquisition& acq) {
         if (!whitener_ && !no_noise_ && !loaded_) return false;
         if (!warned_ignored_noise_) {
@@ -326,6 +339,7 @@ private:
     }
 
     config::NoiseAdjust cfg_;
+    std::shared_ptr<AcquisitionLedger> ledger_ = std::make_shared<AcquisitionLedger>();
     std::string session_;
     double receiver_bw_ = kDefaultReceiverNoiseBandwidth;
     size_t channels_ = 0;

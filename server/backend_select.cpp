@@ -31,11 +31,11 @@ bool choose_cuda(BackendPolicy server, int chain_choice, const std::string& chai
     return cuda_usable;  // both auto
 }
 
-std::shared_ptr<Backend> make_session_backend(bool use_cuda, int device) {
+std::shared_ptr<Backend> make_session_backend(bool use_cuda, int device, MemoryBudgets budgets) {
     try {
         // One CPU backend per session uses all cores: concurrent sessions share them through the
         // OS scheduler, which is what a Gadgetron user expects from one server process.
-        return use_cuda ? make_cuda_backend(device) : make_cpu_backend(0);
+        return use_cuda ? make_cuda_backend(device, std::move(budgets)) : make_cpu_backend(0, std::move(budgets));
     } catch (const std::exception& e) {
         throw BackendError(use_cuda ? "cannot create the cuda backend on device " + std::to_string(device) + ": " +
                                           e.what()

@@ -25,6 +25,6 @@ bool choose_cuda(BackendPolicy server, int chain_choice, const std::string& chai
 
 // Builds the chosen backend: CUDA on `device` (from the session's DeviceLease), else the CPU.
 // Throws BackendError naming the device and its error.
-std::shared_ptr<Backend> make_session_backend(bool use_cuda, int device);
+std::shared_ptr<Backend> make_session_backend(bool use_cuda, int device, MemoryBudgets budgets);
 
 }  // namespace larmor::server

@@ -91,6 +91,27 @@ int main(int argc, char** argv) {
     app.add_option("--queue-depth", options.queue_depth, "Messages queued in front of each gadget")
         ->check(CLI::Range(1, 1000000))
         ->capture_default_str();
+    int admission_wait = int(options.memory.admission_wait.count());
+    app.add_option("--memory-limit", options.memory.host,
+                   "Host memory all sessions together may hold in arrays: a size (16GiB, 512MiB) or a percentage of "
+                   "the machine's memory (the container's limit when it has one)")
+        ->capture_default_str();
+    app.add_option("--session-memory-limit", options.memory.session_host,
+                   "Host memory one session may hold: a size or a percentage of --memory-limit. A stream whose "
+                   "header declares more is refused before anything big is allocated")
+        ->capture_default_str();
+    app.add_option("--device-memory-limit", options.memory.device,
+                   "Memory of each CUDA device all its sessions together may hold (the per-session block cache "
+                   "included): a size or a percentage of the device's memory")
+        ->capture_default_str();
+    app.add_option("--session-device-memory-limit", options.memory.session_device,
+                   "Device memory one session may hold: a size or a percentage of --device-memory-limit")
+        ->capture_default_str();
+    app.add_option("--admission-wait", admission_wait,
+                   "Seconds a session that does not fit beside the running ones waits for memory before it is told "
+                   "the server is busy")
+        ->check(CLI::Range(0, 3600))
+        ->capture_default_str();
     app.add_option("--shutdown-grace", grace, "Seconds running sessions get to finish after SIGINT/SIGTERM")
         ->check(CLI::Range(0, 86400))
         ->capture_default_str();
@@ -103,6 +124,7 @@ int main(int argc, char** argv) {
     options.read_timeout = std::chrono::seconds(read_timeout);
     options.write_timeout = std::chrono::seconds(write_timeout);
     options.shutdown_grace = std::chrono::seconds(grace);
+    options.memory.admission_wait = std::chrono::seconds(admission_wait);
     options.backend = larmor::server::parse_backend_policy(backend);
     setup_logging(log_level);
     std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on write, not a process kill
@@ -139,10 +161,10 @@ int main(int argc, char** argv) {
         std::string devices;
         for (const auto& d : server.devices().load()) devices += (devices.empty() ? "" : ",") + std::to_string(d.device);
         spdlog::info("{}; config dir '{}' (chains: {}); dependency dir '{}'; backend {}, CUDA devices {}; max {} "
-                     "sessions; read timeout {} s",
+                     "sessions; read timeout {} s; memory budgets: {}",
                      larmor::server::version_string(), options.config_dir, chains.empty() ? "none" : chains,
                      options.dependency_dir, backend, devices.empty() ? "none" : devices, options.max_sessions,
-                     read_timeout);
+                     read_timeout, server.memory().describe());
         // Tests and scripts read this line to learn the port (--port 0).
         std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
         if (!server.run()) {

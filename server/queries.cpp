@@ -78,7 +78,8 @@ std::string status_json(const QueryContext& ctx) {
     std::ostringstream s;
     s << "{\"version\": \"" << LARMOR_VERSION << "\", \"uptime_s\": " << uptime
       << ", \"sessions_active\": " << st.sessions_active.load() << ", \"sessions_total\": " << st.sessions_total.load()
-      << ", \"sessions_rejected\": " << st.sessions_rejected.load() << ", \"acquisitions\": " << st.acquisitions.load()
+      << ", \"sessions_rejected\": " << st.sessions_rejected.load()
+      << ", \"sessions_over_budget\": " << st.sessions_over_budget.load() << ", \"acquisitions\": " << st.acquisitions.load()
       << ", \"waveforms\": " << st.waveforms.load() << ", \"bytes_received\": " << st.bytes_received.load()
       << ", \"images_sent\": " << st.images_sent.load() << ", \"errors\": " << st.errors.load()
       << ", \"devices\": [";
@@ -90,7 +91,14 @@ std::string status_json(const QueryContext& ctx) {
             sep = ", ";
         }
     }
-    s << "]}";
+    s << "]";
+    // What the sessions hold of the server's host budget now, and at most so far.
+    if (ctx.memory) {
+        const MemoryBudget& m = *ctx.memory->host();
+        s << ", \"host_memory\": {\"limit\": " << m.limit() << ", \"in_use\": " << m.in_use()
+          << ", \"peak\": " << m.peak() << "}";
+    }
+    s << "}";
     return s.str();
 }
 

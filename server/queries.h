@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "server/device_pool.h"
+#include "server/memory_admission.h"
 #include "server/server_options.h"
 #include "server/stats.h"
 
@@ -14,6 +15,7 @@ struct QueryContext {
     const ServerOptions& options;
     const ServerStats& stats;
     const DevicePool* devices = nullptr;  // null: no CUDA devices to report
+    const ServerMemory* memory = nullptr;  // null: no budgets to report
 };
 
 // The keys answer_query knows, in a stable order (listed in the answer to an unknown key).

@@ -30,7 +30,10 @@ Server::Server(ServerOptions options)
     env_->options = std::move(options);
     // Here rather than at the first CUDA session, so a wrong --devices stops the server at startup.
     const int device_count = static_cast<int>(cuda_devices().size());
-    env_->devices = std::make_unique<DevicePool>(parse_device_list(env_->options.devices, device_count));
+    const std::vector<int> device_ids = parse_device_list(env_->options.devices, device_count);
+    env_->devices = std::make_unique<DevicePool>(device_ids);
+    env_->memory = std::make_unique<ServerMemory>(env_->options.memory, machine_memory(), device_ids,
+                                                  &cuda_device_memory);
     if (!env_->options.dependency_dir.empty())
         env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir);
 }

@@ -36,6 +36,7 @@ public:
 
     const ServerOptions& options() const { return env_->options; }
     const DevicePool& devices() const { return *env_->devices; }
+    const ServerMemory& memory() const { return *env_->memory; }
 
 private:
     struct Running {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "server/memory_limits.h"
 #include "wire/codec.h"
 
 namespace larmor::server {
@@ -27,6 +28,7 @@ struct ServerOptions {
     BackendPolicy backend = BackendPolicy::Auto;
     std::string devices = "all";             // CUDA devices sessions are spread over (device_pool.h)
     wire::Limits limits;
+    MemoryLimitOptions memory;               // budgets (memory_limits.h, memory_admission.h)
 };
 
 const char* to_string(BackendPolicy p);

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gadgets/chain_config.h"
+#include "server/acquisition_checks.h"
 #include "server/backend_select.h"
 #include "server/dependency_query.h"
 #include "server/excerpt.h"
@@ -49,6 +50,35 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 }
 
 // "a, b, c" of the chains in `dir`, or why they cannot be listed (never throws: used in error texts).
+// "chain 'default.xml' for an encoded matrix of 1024 x 1024 x 64 with 8 receiver channels": what
+// the admission estimate is made of, named in a refusal.
+std::string declared_size(const ISMRMRD::IsmrmrdHeader& h, const std::string& chain) {
+    std::string matrices;
+    for (const auto& e : h.encoding) {
+        const auto& m = e.encodedSpace.matrixSize;
+        matrices += (matrices.empty() ? "" : ", ") + std::to_string(m.x) + " x " + std::to_string(m.y) + " x " +
+                    std::to_string(m.z);
+    }
+    const auto& sys = h.acquisitionSystemInformation;
+    const std::string channels = sys && sys->receiverChannels ? std::to_string(*sys->receiverChannels) : "1 (not stated)";
+    return "chain '" + chain + "' for an encoded matrix of " + (matrices.empty() ? "(none)" : matrices) + " with " +
+           channels + " receiver channels";
+}
+
+// A chain that places readouts by encode-step counters cannot reconstruct a radial or spiral scan:
+// refused with the header's own word for the trajectory instead of a plausible-looking wrong image.
+void check_cartesian(const ISMRMRD::IsmrmrdHeader& h, const std::string& chain) {
+    for (size_t i = 0; i < h.encoding.size(); ++i) {
+        using T = ISMRMRD::TrajectoryType;
+        const T t = h.encoding[i].trajectory;
+        const char* name = t == T::RADIAL ? "radial" : t == T::GOLDENANGLE ? "goldenangle" : t == T::SPIRAL ? "spiral" : nullptr;
+        if (name)
+            throw HeaderError("encoding " + std::to_string(i) + " has trajectory '" + name +
+                              "', but chain '" + chain + "' reconstructs Cartesian data only (it places readouts by "
+                              "their encode-step counters)");
+    }
+}
+
 std::string available_chains(const std::string& dir) {
     try {
         const auto chains = list_chains(dir);
@@ -91,6 +121,13 @@ void Session::run() noexcept {
     }
     chain_.reset();
     device_lease_.reset();
+    // A client that stopped reading (or vanished) lost what was still to be sent: an error of this
+    // session even when nothing else went wrong.
+    size_t errors = errors_.size();
+    if (writer_.failed()) {
+        ++errors;
+        log_->warn("[Socket] ERROR: {}", writer_.error());
+    }
     boost::system::error_code ignored;
     socket_.close(ignored);
     writer_.close();
@@ -98,7 +135,7 @@ void Session::run() noexcept {
     log_->info("session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
                "{} errors{}",
                secs, chain_name_.empty() ? "none" : chain_name_, acquisitions_, waveforms_, images_sent_.load(),
-               texts_sent_.load(), errors_.size(),
+               texts_sent_.load(), errors,
                discarded_ ? ", " + std::to_string(discarded_) + " messages discarded after the error" : std::string());
     release_slot();
     finished_ = true;
@@ -129,6 +166,7 @@ void Session::serve() {
                 // answer there, never into an upload still under way. Only the first one is reported.
                 ++acquisitions_;
                 ++env_->stats.acquisitions;
+                ledger_->discarded("refused while decoding (see the error)", AcquisitionLedger::kUnknownScan);
                 if (state_ == State::Discarding)
                     ++discarded_;
                 else
@@ -172,6 +210,8 @@ bool Session::dispatch(wire::WireMessage& msg) {
     }
     if (state_ == State::Discarding) {
         ++discarded_;
+        if (const auto* a = std::get_if<Acquisition>(&msg))
+            ledger_->discarded("received after the session's error (not reconstructed)", *a);
         return true;
     }
     if (auto* c = std::get_if<wire::ConfigFile>(&msg)) {
@@ -193,7 +233,7 @@ bool Session::dispatch(wire::WireMessage& msg) {
 }
 
 void Session::on_query(const wire::Query& q) {
-    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats, env_->devices.get()});
+    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats, env_->devices.get(), env_->memory.get()});
     log_->debug("query '{}' (correlation id {})", excerpt(q.key), q.correlation_id);
     send(wire::Response{q.correlation_id, answer});
 }
@@ -252,16 +292,26 @@ void Session::on_header(const std::string& xml) {
     }
     try {
         ISMRMRD::IsmrmrdHeader header = parse_ismrmrd_header(xml);
+        header_received_ = true;
+        if (chain_->cartesian_only()) check_cartesian(header, chain_name_);
         if (use_cuda_) device_lease_ = env_->devices->acquire();
-        std::shared_ptr<Backend> backend = make_session_backend(use_cuda_, device_lease_.device());
+        // Before the backend exists: a refused stream has allocated nothing but its header.
+        budgets_ = env_->memory->admit(chain_->working_set(header), use_cuda_ ? device_lease_.device() : -1,
+                                       declared_size(header, chain_name_));
+        std::shared_ptr<Backend> backend = make_session_backend(use_cuda_, device_lease_.device(), budgets_);
         log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}", header.encoding.size(), xml.size(),
                    backend->describe(),
                    use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string());
-        chain_->start(SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies},
-                      [this](Message m) { deliver(std::move(m)); });
+        chain_->start(
+            SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies, ledger_},
+            [this](Message m) { deliver(std::move(m)); });
         state_ = State::Streaming;
     } catch (const HeaderError& e) {
         fail("Header", e.what());
+    } catch (const AdmissionError& e) {
+        device_lease_.reset();
+        ++env_->stats.sessions_over_budget;
+        fail("Memory", e.what());
     } catch (const BackendError& e) {
         device_lease_.reset();
         fail("Backend", e.what());
@@ -271,7 +321,9 @@ void Session::on_header(const std::string& xml) {
 }
 
 void Session::on_data(Message msg, const char* kind) {
+    const Acquisition* acq = std::get_if<Acquisition>(&msg);
     if (state_ != State::Streaming) {
+        if (acq) ledger_->discarded("received before the ISMRMRD header", *acq);
         fail("Session", std::string(kind) + " arrived before the ISMRMRD header: send " +
                             (state_ == State::AwaitConfig ? "CONFIG_FILE(1) or CONFIG_SCRIPT(2), then " : "") +
                             "PARAMETER_SCRIPT(3) first");
@@ -279,7 +331,22 @@ void Session::on_data(Message msg, const char* kind) {
     }
     if (chain_->failed()) {  // the chain drops it anyway; skip the queue hop
         ++discarded_;
+        if (acq) ledger_->discarded("dropped after a gadget failed (see the error)", *acq);
         return;
+    }
+    if (acq) {
+        const DoorVerdict v = check_acquisition(*acq);
+        if (v.kind == DoorVerdict::Refuse) {
+            ledger_->discarded("refused: contradictory header fields (see the error)", *acq);
+            fail("Acquisition", v.reason);
+            return;
+        }
+        if (v.kind == DoorVerdict::Discard) {
+            ++discarded_;
+            ledger_->discarded(v.reason, *acq);
+            return;
+        }
+        if (!acq->traj.empty() && !chain_->uses_trajectories()) ++trajectories_ignored_;
     }
     try {
         chain_->push(std::move(msg));  // blocks while the chain is busy: backpressure to the socket
@@ -342,6 +409,13 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
         send(Text{t});
     }
     for (const auto& n : notes) send(Text{n});
+    // Every session that got as far as data says what became of it; the dependency pre-query
+    // (answered with DEPENDENCY_QUERY and CLOSE only, protocol.md) never does.
+    if ((header_received_ || acquisitions_ > 0) && !dependency_query_) {
+        const std::string s = summary();
+        log_->info("{}", s);
+        send(Text{s});
+    }
     send(wire::Close{});
     writer_.seal();  // a late image of an aborted chain can never follow CLOSE
     if (writer_.failed()) log_->warn("reply not delivered: {}", writer_.error());
@@ -355,6 +429,15 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     boost::system::error_code ignored;
     socket_.close(ignored);
     writer_.close();
+}
+
+std::string Session::summary() const {
+    std::string s = "[Summary] " + ledger_->summary(acquisitions_);
+    if (trajectories_ignored_)
+        s += "; " + std::to_string(trajectories_ignored_) + " carried trajectories that chain '" + chain_name_ +
+             "' does not use (placed by their encode-step counters)";
+    if (waveforms_) s += "; " + std::to_string(waveforms_) + " waveforms";
+    return s;
 }
 
 void Session::release_slot() {
@@ -376,6 +459,10 @@ void Session::deliver(Message msg) {
     } else if (auto* text = std::get_if<Text>(&msg)) {
         if (send(std::move(*text))) ++texts_sent_;
     } else {
+        if (const auto* a = std::get_if<Acquisition>(&msg))
+            ledger_->discarded("reached the end of the chain unused", *a);
+        else if (const auto* p = std::get_if<PendingAcquisition>(&msg))
+            ledger_->discarded("reached the end of the chain unused", p->acq);
         const uint64_t n = ++dropped_outputs_;
         log_->debug("dropped a {} at the end of the chain ({} so far): only images and text go to the client",
                     message_kind(msg), n);

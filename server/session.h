@@ -14,6 +14,7 @@
 #include "gadgets/chain.h"
 #include "gadgets/noise_dependency_store.h"
 #include "server/device_pool.h"
+#include "server/memory_admission.h"
 #include "server/server_options.h"
 #include "server/socket_io.h"
 #include "server/stats.h"
@@ -31,6 +32,7 @@ struct SessionEnvironment {
     ServerStats stats;
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
+    std::unique_ptr<ServerMemory> memory;  // from options.memory; never null once the server runs
 };
 
 class Session {
@@ -78,6 +80,8 @@ private:
     // The stream lost its framing (or the peer is gone): reply at once and end the session.
     void abort_session(const std::string& where, const std::string& what);
 
+    // "[Summary] ...": the session's acquisitions, received = used + discarded (and why).
+    std::string summary() const;
     // Sends every error, `notes`, then CLOSE; nothing can follow. Then closes the connection.
     void reply_and_close(const std::vector<std::string>& notes);
 
@@ -111,7 +115,15 @@ private:
     bool slot_released_ = false;
 
     uint64_t acquisitions_ = 0, waveforms_ = 0, discarded_ = 0;
+    bool header_received_ = false;
+    // What became of each acquisition (gadgets/acquisition_ledger.h): the gadgets record theirs
+    // through the SessionContext, the session what it drops itself.
+    std::shared_ptr<AcquisitionLedger> ledger_ = std::make_shared<AcquisitionLedger>();
+    uint64_t trajectories_ignored_ = 0;  // acquisitions with trajectories on a chain that uses none
     std::atomic<uint64_t> images_sent_{0}, texts_sent_{0}, dropped_outputs_{0};
+
+    // Admitted by env_->memory when the header arrived; the backend charges its arrays to them.
+    MemoryBudgets budgets_;
 
     // The CUDA device this session's backend runs on (empty for CPU). Given back after the chain
     // (which holds the backend) is gone.

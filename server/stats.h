@@ -11,6 +11,7 @@ struct ServerStats {
     std::atomic<uint64_t> sessions_active{0};
     std::atomic<uint64_t> sessions_total{0};
     std::atomic<uint64_t> sessions_rejected{0};  // over --max-sessions
+    std::atomic<uint64_t> sessions_over_budget{0};  // refused at admission (memory_admission.h)
     std::atomic<uint64_t> acquisitions{0};
     std::atomic<uint64_t> waveforms{0};
     std::atomic<uint64_t> bytes_received{0};

@@ -91,10 +91,18 @@ std::vector<WireMessage> dependency_query(uint16_t port, const std::string& id) 
     return c.receive_until_close();
 }
 
+// The TEXT replies other than the session summary every session ends with (checked on its own).
 std::string joined_texts(const std::vector<WireMessage>& reply) {
     std::string out;
-    for (const auto& t : test::texts_of(reply)) out += t;
+    for (const auto& t : test::texts_of(reply))
+        if (t.rfind("[Summary] ", 0) != 0) out += t;
     return out;
+}
+
+std::string summary_of(const std::vector<WireMessage>& reply) {
+    for (const auto& t : test::texts_of(reply))
+        if (t.rfind("[Summary] ", 0) == 0) return t;
+    return "";
 }
 
 // The float pixels of the one image in a reply.
@@ -133,12 +141,17 @@ TEST(NoiseDependency, SplitSessionsGiveTheImageOfOneCombinedSession) {
     const auto combined = session(server.port(), "default.xml", test::with_measurement(scan.xml, "IMG_1", "NOISE_1"),
                                   scan.acquisitions);
     EXPECT_EQ(joined_texts(combined), "");
+    EXPECT_EQ(summary_of(combined),
+              "[Summary] 128 acquisitions received: 128 used (64 imaging, 64 noise (prewhitening)); 0 discarded\n");
     const std::vector<float> reference = only_image(combined);
 
     // The noise alone under the id the imaging header names, then the imaging data alone.
     const auto noise_reply =
         session(server.port(), "default.xml", test::with_measurement(scan.xml, "NOISE_1", ""), noise.acquisitions);
-    ASSERT_EQ(noise_reply.size(), 1u) << "a noise-only session returns nothing but CLOSE: " << joined_texts(noise_reply);
+    ASSERT_EQ(noise_reply.size(), 2u) << "a noise-only session returns its summary and CLOSE: "
+                                      << joined_texts(noise_reply);
+    EXPECT_EQ(summary_of(noise_reply),
+              "[Summary] 64 acquisitions received: 64 used (64 noise (prewhitening)); 0 discarded\n");
     const auto split = session(server.port(), "default.xml", test::with_measurement(scan.xml, "IMG_2", "NOISE_1"),
                                imaging.acquisitions);
     EXPECT_EQ(joined_texts(split), "");

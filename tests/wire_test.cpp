@@ -469,6 +469,19 @@ TEST(WireMalformed, TruncationNamesThePartThatWasCut) {
               "8 bytes");
 }
 
+// A data block larger than one read chunk (16 MiB) that is cut: the error names the size the header
+// declared (4096 samples x 1024 channels = 32 MiB), not the chunk being read when the stream ended.
+TEST(WireMalformed, TruncationOfALargePartNamesItsDeclaredSize) {
+    std::vector<uint8_t> bytes = encode(make_acquisition(4096, 1024, 0));
+    bytes.resize(2 + 340 + (size_t{20} << 20));
+    const std::string what = error_of<ProtocolError>(bytes);
+    EXPECT_EQ(what.rfind("truncated ACQUISITION message: stream ended in data (33554432 bytes expected, 16777216 "
+                         "received before this read): end of stream after 4194304 of 16777216 bytes",
+                         0),
+              0u)
+        << what;
+}
+
 // Builds a stream holding only an acquisition header: any attempt to read on would be a truncation, so
 // a limit error proves the check came first.
 std::vector<uint8_t> acquisition_header_only(uint16_t samples, uint16_t channels, uint16_t traj_dims,

@@ -119,12 +119,18 @@ class MessageReader {
 public:
     MessageReader(ByteReader& in, const char* name) : in_(in), name_(name) {}
 
-    void bytes(void* dst, size_t n, const char* part) {
+    void bytes(void* dst, size_t n, const char* part) { bytes_of_part(dst, n, part, n, 0); }
+
+    // Reads n bytes of a part that is `declared` bytes long, of which `before` were read already (a
+    // large part arrives in chunks): a truncation names the size the message declared, not the chunk.
+    void bytes_of_part(void* dst, size_t n, const char* part, uint64_t declared, uint64_t before) {
         try {
             in_.read_exact(dst, n);
         } catch (const EndOfStream& e) {
             throw ProtocolError(std::string("truncated ") + name_ + " message: stream ended in " + part + " (" +
-                                num(n) + " bytes expected): " + e.what());
+                                num(declared) + " bytes expected" +
+                                (before ? ", " + num(before) + " received before this read" : std::string()) +
+                                "): " + e.what());
         }
     }
 
@@ -149,7 +155,7 @@ public:
             size_t done = out.size();
             size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
             out.resize(done + n);
-            bytes(out.data() + done, n * sizeof(T), part);
+            bytes_of_part(out.data() + done, n * sizeof(T), part, count * sizeof(T), done * sizeof(T));
         }
     }
 

@@ -21,18 +21,19 @@ namespace {
 
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(int threads) : threads_(resolve(threads)), plans_(threads_) {}
+    CpuBackend(int threads, MemoryBudgets budgets)
+        : Backend(std::move(budgets)), threads_(resolve(threads)), plans_(threads_) {}
 
     Device device() const override { return Device::Cpu; }
     std::string describe() const override {
         return "cpu (FFTW " + std::string(fftwf_version) + ", " + std::to_string(threads_) + " threads)";
     }
 
-    CArray empty(const Shape& shape) override { return CArray::host(shape); }
-    CArray zeros(const Shape& shape) override { return CArray::host(shape); }  // host() zero-fills
-    RArray empty_real(const Shape& shape) override { return RArray::host(shape); }
-    RArray zeros_real(const Shape& shape) override { return RArray::host(shape); }
-    CArray host_staging(const Shape& shape) override { return CArray::host(shape); }
+    CArray empty(const Shape& shape) override { return host_complex(shape); }
+    CArray zeros(const Shape& shape) override { return host_complex(shape); }  // host arrays are zero-filled
+    RArray empty_real(const Shape& shape) override { return host_real(shape); }
+    RArray zeros_real(const Shape& shape) override { return host_real(shape); }
+    CArray host_staging(const Shape& shape) override { return host_complex(shape); }
     CArray to_device(const CArray& a) override { return on_host(a, "to_device"); }
     RArray to_device(const RArray& a) override { return on_host(a, "to_device"); }
     CArray to_host(const CArray& a) override { return on_host(a, "to_host"); }
@@ -244,6 +245,8 @@ private:
 
 }  // namespace
 
-std::shared_ptr<Backend> make_cpu_backend(int threads) { return std::make_shared<CpuBackend>(threads); }
+std::shared_ptr<Backend> make_cpu_backend(int threads, MemoryBudgets budgets) {
+    return std::make_shared<CpuBackend>(threads, std::move(budgets));
+}
 
 }  // namespace larmor

@@ -1,0 +1,98 @@
+#include "cuda/cuda_libraries.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+// Set by cuda/CMakeLists.txt: the sonames found at configure time and the toolkit's library folder.
+#ifndef LARMOR_CUFFT_SONAME
+#define LARMOR_CUFFT_SONAME "libcufft.so"
+#endif
+#ifndef LARMOR_NVRTC_SONAME
+#define LARMOR_NVRTC_SONAME "libnvrtc.so"
+#endif
+#ifndef LARMOR_CUDA_LIBRARY_DIR
+#define LARMOR_CUDA_LIBRARY_DIR ""
+#endif
+
+namespace larmor::cuda {
+namespace {
+
+// By soname first (this binary's RUNPATH, LD_LIBRARY_PATH, the linker cache: the installed runtime
+// wins), then in the toolkit folder of the build.
+void* open_library(const char* soname) {
+    void* h = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+    std::string why = ::dlerror();
+    const std::string dir = LARMOR_CUDA_LIBRARY_DIR;
+    if (!dir.empty()) {
+        const std::string path = dir + "/" + soname;
+        h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+        why += "; " + std::string(::dlerror());
+    }
+    throw std::runtime_error(std::string("cannot load ") + soname + " (needed by the CUDA backend): " + why);
+}
+
+template <class F>
+void bind(void* lib, const char* soname, const char* name, F& out) {
+    ::dlerror();
+    void* sym = ::dlsym(lib, name);
+    if (!sym) throw std::runtime_error(std::string(soname) + " has no entry point " + name + ": " + ::dlerror());
+    out = reinterpret_cast<F>(sym);
+}
+
+// Loads once; a failed attempt leaves nothing behind, so a later call tries again.
+template <class Table, class Fill>
+const Table& load_once(const char* soname, Fill fill) {
+    static std::mutex m;
+    static Table table{};
+    static bool loaded = false;
+    std::lock_guard<std::mutex> lock(m);
+    if (!loaded) {
+        void* lib = open_library(soname);
+        Table t{};
+        try {
+            fill(lib, t);
+        } catch (...) {
+            ::dlclose(lib);
+            throw;
+        }
+        table = t;
+        loaded = true;  // the handle stays open: plans and programs live until exit
+    }
+    return table;
+}
+
+}  // namespace
+
+const CufftLibrary& cufft_library() {
+    return load_once<CufftLibrary>(LARMOR_CUFFT_SONAME, [](void* lib, CufftLibrary& t) {
+        const char* so = LARMOR_CUFFT_SONAME;
+        bind(lib, so, "cufftCreate", t.create);
+        bind(lib, so, "cufftDestroy", t.destroy);
+        bind(lib, so, "cufftMakePlanMany", t.make_plan_many);
+        bind(lib, so, "cufftMakePlanMany64", t.make_plan_many64);
+        bind(lib, so, "cufftSetStream", t.set_stream);
+        bind(lib, so, "cufftXtSetJITCallback", t.xt_set_jit_callback);
+        bind(lib, so, "cufftExecC2C", t.exec_c2c);
+    });
+}
+
+const NvrtcLibrary& nvrtc_library() {
+    return load_once<NvrtcLibrary>(LARMOR_NVRTC_SONAME, [](void* lib, NvrtcLibrary& t) {
+        const char* so = LARMOR_NVRTC_SONAME;
+        bind(lib, so, "nvrtcCreateProgram", t.create_program);
+        bind(lib, so, "nvrtcDestroyProgram", t.destroy_program);
+        bind(lib, so, "nvrtcCompileProgram", t.compile_program);
+        bind(lib, so, "nvrtcGetProgramLogSize", t.get_program_log_size);
+        bind(lib, so, "nvrtcGetProgramLog", t.get_program_log);
+        bind(lib, so, "nvrtcGetLTOIRSize", t.get_ltoir_size);
+        bind(lib, so, "nvrtcGetLTOIR", t.get_ltoir);
+        bind(lib, so, "nvrtcGetErrorString", t.get_error_string);
+    });
+}
+
+}  // namespace larmor::cuda
