@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "core/cpu/backend_checks.h"
+#include "core/fault_injection.h"
 #include "cuda/blas1.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/complex_part.h"
@@ -493,6 +494,9 @@ uint64_t cuda_device_memory(int device) {
 }
 
 std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets budgets) {
+    if (inject_fault(FaultSite::CudaBackend))
+        throw std::runtime_error("make_cuda_backend(" + std::to_string(device) +
+                                 "): injected fault (LARMOR_FAULT_INJECTION=cuda-backend)");
     const int n = device_count();
     if (n < 0)
         throw std::runtime_error("make_cuda_backend(" + std::to_string(device) + "): no usable CUDA driver/device: " +

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fault_injection.h"
 #include "cuda/cuda_check.h"
 
 namespace larmor::cuda {
@@ -73,6 +74,8 @@ public:
 private:
     void allocate(cudaStream_t stream, const std::string& what) {
         DeviceGuard guard(ctx_->device());
+        if (inject_fault(FaultSite::DeviceAlloc))
+            throw_out_of_memory("cudaMallocAsync (injected fault)", bytes_, ctx_->device(), what);
         cudaError_t e = cudaMallocAsync(&ptr_, bytes_, stream ? stream : ctx_->stream());
         if (e == cudaErrorMemoryAllocation) {
             cudaGetLastError();

@@ -60,6 +60,7 @@ struct ChainRunner::Impl {
     ChainSink sink;
     SessionContext ctx;
     int backend = 0;
+    bool cpu_fallback = false;
     bool started = false;
     bool closed = false;
 
@@ -128,6 +129,7 @@ ChainRunner::ChainRunner(const config::Chain& chain, size_t queue_capacity) : im
     for (const auto& g : chain.gadget())
         impl_->stages.push_back(std::make_unique<Impl::Stage>(make_gadget(g), gadget_display_name(g), queue_capacity));
     impl_->backend = chain.backend();
+    impl_->cpu_fallback = chain.cpu_fallback();
 }
 
 ChainRunner::ChainRunner(std::vector<std::unique_ptr<Gadget>> gadgets, std::vector<std::string> names,
@@ -206,5 +208,7 @@ bool ChainRunner::cartesian_only() const {
 }
 
 int ChainRunner::backend_choice() const { return impl_->backend; }
+
+bool ChainRunner::cpu_fallback() const { return impl_->cpu_fallback; }
 
 }  // namespace larmor

@@ -56,6 +56,8 @@ public:
 
     // Backend the chain asks for (auto/cpu/cuda), from the chain config.
     int backend_choice() const;
+    // Whether the chain may run on the CPU when its CUDA backend cannot be had (chain.proto).
+    bool cpu_fallback() const;
 
 private:
     struct Impl;

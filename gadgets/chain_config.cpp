@@ -79,6 +79,16 @@ bool looks_like_xml(const std::string& text) {
     return it != text.end() && *it == '<';
 }
 
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw ConfigError("cannot read chain file '" + p.string() + "'");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
 // CONFIG_FILE names come from the network: only plain file names inside the config directory.
 void check_config_name(const std::string& name) {
     if (name.empty()) throw ConfigError("empty config name");
@@ -90,16 +100,6 @@ void check_config_name(const std::string& name) {
     for (unsigned char c : name)
         if (c < 0x20 || c == 0x7f) throw ConfigError("config name contains control character " + std::to_string(int(c)));
 }
-
-std::string read_file(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw ConfigError("cannot read chain file '" + p.string() + "'");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-}  // namespace
 
 config::Chain parse_chain(const std::string& text, const std::string& origin) {
     config::Chain chain = looks_like_xml(text) ? translate_gadgetron_xml(text, origin) : parse_text_format(text, origin);

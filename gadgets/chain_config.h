@@ -24,6 +24,9 @@ config::Chain parse_chain(const std::string& text, const std::string& origin = "
 // itself, then name + ".pbtxt" (so "default.xml" and "cartesian" both work). Throws ConfigError.
 config::Chain load_chain_file(const std::string& config_dir, const std::string& name);
 
+// Throws ConfigError unless `name` is a plain file name (CONFIG_FILE names come from the network).
+void check_config_name(const std::string& name);
+
 // Names of the chains available in `config_dir` (for the info query and error messages).
 std::vector<std::string> list_chains(const std::string& config_dir);
 

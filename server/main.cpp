@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
         const auto endpoint = server.listen();
         std::string chains;
         try {
-            for (const auto& c : larmor::list_chains(options.config_dir)) chains += (chains.empty() ? "" : ", ") + c;
+            for (const auto& c : server.chains().names()) chains += (chains.empty() ? "" : ", ") + c;
         } catch (const std::exception&) {
         }
         std::string devices;

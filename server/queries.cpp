@@ -26,10 +26,11 @@ std::string trim_key(const std::string& key) {
 }
 
 // Chains in the config dir, or the reason they cannot be listed (a missing dir must not fail a query).
-std::string chains_text(const std::string& config_dir) {
+std::string chains_text(const QueryContext& ctx) {
     try {
         std::string out;
-        for (const auto& name : list_chains(config_dir)) out += (out.empty() ? "" : ", ") + name;
+        for (const auto& name : ctx.chains ? ctx.chains->names() : list_chains(ctx.options.config_dir))
+            out += (out.empty() ? "" : ", ") + name;
         return out.empty() ? "none" : out;
     } catch (const std::exception& e) {
         return std::string("unavailable (") + e.what() + ")";
@@ -64,7 +65,7 @@ std::string info_text(const QueryContext& ctx) {
     }
     line("Backend policy", to_string(ctx.options.backend));
     line("Config directory", ctx.options.config_dir);
-    line("Chains", chains_text(ctx.options.config_dir));
+    line("Chains", chains_text(ctx));
     line("Dependency dir", ctx.options.dependency_dir.empty() ? "none" : ctx.options.dependency_dir);
     line("Active sessions", std::to_string(ctx.stats.sessions_active.load()) + " (max " +
                                 std::to_string(ctx.options.max_sessions) + ")");

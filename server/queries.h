@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "server/chain_catalog.h"
 #include "server/device_pool.h"
 #include "server/memory_admission.h"
 #include "server/server_options.h"
@@ -16,6 +17,7 @@ struct QueryContext {
     const ServerStats& stats;
     const DevicePool* devices = nullptr;  // null: no CUDA devices to report
     const ServerMemory* memory = nullptr;  // null: no budgets to report
+    const ChainCatalog* chains = nullptr;  // null: list the config directory as it is now
 };
 
 // The keys answer_query knows, in a stable order (listed in the answer to an unknown key).

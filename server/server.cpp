@@ -25,6 +25,7 @@ Server::Server(ServerOptions options)
       ioc_(1),
       acceptor_(ioc_),
       signals_(ioc_, SIGINT, SIGTERM),
+      reload_signal_(ioc_, SIGHUP),
       shutdown_timer_(ioc_),
       accept_retry_timer_(ioc_) {
     env_->options = std::move(options);
@@ -34,6 +35,8 @@ Server::Server(ServerOptions options)
     env_->devices = std::make_unique<DevicePool>(device_ids);
     env_->memory = std::make_unique<ServerMemory>(env_->options.memory, machine_memory(), device_ids,
                                                   &cuda_device_memory);
+    env_->chains = std::make_unique<ChainCatalog>(env_->options.config_dir);
+    for (const auto& p : env_->chains->last_report().problems) spdlog::error("chain {}", p);
     if (!env_->options.dependency_dir.empty())
         env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir);
 }
@@ -63,6 +66,7 @@ boost::asio::ip::tcp::endpoint Server::listen() {
 
 bool Server::run() {
     wait_for_signal();
+    wait_for_reload();
     accept_next();
     ioc_.run();
     reap();
@@ -170,6 +174,20 @@ void Server::wait_for_signal() {
     });
 }
 
+void Server::wait_for_reload() {
+    reload_signal_.async_wait([this](const boost::system::error_code& ec, int) {
+        if (ec) return;
+        const ChainCatalog::Report r = env_->chains->reload();
+        std::string loaded;
+        for (const auto& n : r.loaded) loaded += (loaded.empty() ? "" : ", ") + n;
+        spdlog::info("SIGHUP: config directory '{}' reloaded: {} chain(s) ({}){}", env_->chains->dir(), r.loaded.size(),
+                     loaded.empty() ? "none" : loaded,
+                     r.removed.empty() ? std::string() : "; removed: " + std::to_string(r.removed.size()));
+        for (const auto& p : r.problems) spdlog::error("SIGHUP: chain {}", p);
+        if (!shutting_down_) wait_for_reload();
+    });
+}
+
 void Server::begin_shutdown(int signal_number) {
     if (shutting_down_) {
         // A second signal: do not wait out the grace period.
@@ -192,6 +210,7 @@ void Server::shutdown_tick() {
     const auto now = std::chrono::steady_clock::now();
     if (sessions_.empty()) {
         signals_.cancel();  // nothing left to wait for: ioc_.run() returns once rejections end
+        reload_signal_.cancel();
         return;
     }
     if (!sessions_told_to_stop_ && now >= grace_deadline_) {

@@ -1,7 +1,8 @@
 #pragma once
 // The listening side of larmor-server: accepts connections on a main io_context, gives each its
 // own Session on its own thread, turns away connections over --max-sessions, and shuts down in
-// order on SIGINT/SIGTERM (stop accepting, let sessions finish for a bounded time, then end them).
+// order on SIGINT/SIGTERM (stop accepting, let sessions finish for a bounded time, then end them);
+// SIGHUP reloads the chains of the config directory.
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -37,6 +38,7 @@ public:
     const ServerOptions& options() const { return env_->options; }
     const DevicePool& devices() const { return *env_->devices; }
     const ServerMemory& memory() const { return *env_->memory; }
+    const ChainCatalog& chains() const { return *env_->chains; }
 
 private:
     struct Running {
@@ -50,6 +52,7 @@ private:
     void reject(boost::asio::ip::tcp::socket socket);
     void reap();  // joins the threads of finished sessions
     void wait_for_signal();
+    void wait_for_reload();  // SIGHUP: the config directory is read again (chain_catalog.h)
     void begin_shutdown(int signal_number);
     void shutdown_tick();
 
@@ -59,6 +62,7 @@ private:
     boost::asio::io_context ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::signal_set signals_;
+    boost::asio::signal_set reload_signal_;
     boost::asio::steady_timer shutdown_timer_;
     boost::asio::steady_timer accept_retry_timer_;  // pause after a failed accept (EMFILE)
     std::unique_ptr<boost::asio::io_context> next_session_ioc_;  // the next accepted socket's home

@@ -79,13 +79,9 @@ void check_cartesian(const ISMRMRD::IsmrmrdHeader& h, const std::string& chain) 
     }
 }
 
-std::string available_chains(const std::string& dir) {
-    try {
-        const auto chains = list_chains(dir);
-        return chains.empty() ? "none" : join(chains, ", ");
-    } catch (const std::exception& e) {
-        return std::string("unknown: ") + e.what();
-    }
+std::string available_chains(const ChainCatalog& catalog) {
+    const auto chains = catalog.names();
+    return chains.empty() ? "none" : join(chains, ", ");
 }
 
 }  // namespace
@@ -233,7 +229,7 @@ bool Session::dispatch(wire::WireMessage& msg) {
 }
 
 void Session::on_query(const wire::Query& q) {
-    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats, env_->devices.get(), env_->memory.get()});
+    const std::string answer = answer_query(q.key, QueryContext{env_->options, env_->stats, env_->devices.get(), env_->memory.get(), env_->chains.get()});
     log_->debug("query '{}' (correlation id {})", excerpt(q.key), q.correlation_id);
     send(wire::Response{q.correlation_id, answer});
 }
@@ -255,7 +251,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
         }
     }
     try {
-        config::Chain chain = is_file ? load_chain_file(env_->options.config_dir, text)
+        config::Chain chain = is_file ? env_->chains->get(text)
                                       : parse_chain(text, "CONFIG_SCRIPT");
         chain_name_ = is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name());
         const BackendPolicy policy = env_->options.backend;
@@ -287,18 +283,37 @@ void Session::on_header(const std::string& xml) {
     }
     if (dependency_query_) {
         fail("Session", "the NoiseSummaryGadget dependency query cannot reconstruct data; send a reconstruction "
-                        "chain (available: " + available_chains(env_->options.config_dir) + ")");
+                        "chain (available: " + available_chains(*env_->chains) + ")");
         return;
     }
     try {
         ISMRMRD::IsmrmrdHeader header = parse_ismrmrd_header(xml);
         header_received_ = true;
         if (chain_->cartesian_only()) check_cartesian(header, chain_name_);
-        if (use_cuda_) device_lease_ = env_->devices->acquire();
-        // Before the backend exists: a refused stream has allocated nothing but its header.
-        budgets_ = env_->memory->admit(chain_->working_set(header), use_cuda_ ? device_lease_.device() : -1,
-                                       declared_size(header, chain_name_));
-        std::shared_ptr<Backend> backend = make_session_backend(use_cuda_, device_lease_.device(), budgets_);
+        // Admitted before the backend exists: a refused stream has allocated nothing but its header.
+        const uint64_t need = chain_->working_set(header);
+        const std::string declared = declared_size(header, chain_name_);
+        std::shared_ptr<Backend> backend;
+        if (use_cuda_) {
+            try {
+                device_lease_ = env_->devices->acquire();
+                budgets_ = env_->memory->admit(need, device_lease_.device(), declared);
+                backend = make_session_backend(true, device_lease_.device(), budgets_);
+            } catch (const std::exception& e) {
+                if (!may_fall_back()) throw;
+                const std::string note = std::string("[Backend] ") + e.what() +
+                                         ": running on the CPU backend instead (the chain sets cpu_fallback)";
+                log_->warn("{}", note);
+                send(Text{note});
+                device_lease_.reset();
+                budgets_ = {};
+                use_cuda_ = false;
+            }
+        }
+        if (!use_cuda_) {
+            budgets_ = env_->memory->admit(need, -1, declared);
+            backend = make_session_backend(false, -1, budgets_);
+        }
         log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}", header.encoding.size(), xml.size(),
                    backend->describe(),
                    use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string());
@@ -318,6 +333,11 @@ void Session::on_header(const std::string& xml) {
     } catch (const std::exception& e) {
         fail("Session", std::string("cannot start chain '") + chain_name_ + "': " + e.what());
     }
+}
+
+bool Session::may_fall_back() const {
+    return chain_->cpu_fallback() && chain_->backend_choice() != config::BACKEND_CUDA &&
+           env_->options.backend != BackendPolicy::Cuda;
 }
 
 void Session::on_data(Message msg, const char* kind) {

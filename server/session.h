@@ -13,6 +13,7 @@
 
 #include "gadgets/chain.h"
 #include "gadgets/noise_dependency_store.h"
+#include "server/chain_catalog.h"
 #include "server/device_pool.h"
 #include "server/memory_admission.h"
 #include "server/server_options.h"
@@ -33,6 +34,7 @@ struct SessionEnvironment {
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
     std::unique_ptr<ServerMemory> memory;  // from options.memory; never null once the server runs
+    std::unique_ptr<ChainCatalog> chains;  // options.config_dir as last (re)loaded; never null once running
 };
 
 class Session {
@@ -70,6 +72,8 @@ private:
     void on_config(const std::string& what, const std::string& text, bool is_file);
     void on_header(const std::string& xml);
     void on_data(Message msg, const char* kind);
+    // Whether a session that cannot have its CUDA backend may run on the CPU (chain cpu_fallback).
+    bool may_fall_back() const;
     void on_unexpected(const std::string& kind);
     void on_close();
     // Answers the dependency pre-query with DEPENDENCY_QUERY, then CLOSE (never TEXT: see protocol.md).

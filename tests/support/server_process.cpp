@@ -1,5 +1,6 @@
 #include "tests/support/server_process.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -112,8 +113,9 @@ std::string source_config_dir() { return std::string(LARMOR_SOURCE_DIR) + "/conf
 // ServerProcess
 
 ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
-    std::vector<std::string> argv = {server_binary(), "--address", "127.0.0.1", "--port", "0", "--config-dir",
-                                     source_config_dir()};
+    std::vector<std::string> argv = {server_binary(), "--address", "127.0.0.1", "--port", "0"};
+    if (std::find(extra_args.begin(), extra_args.end(), "--config-dir") == extra_args.end())
+        argv.insert(argv.end(), {"--config-dir", source_config_dir()});
     for (size_t i = 0; i + 1 < extra_args.size(); ++i)
         if (extra_args[i] == "--dependency-dir") dependency_dir_ = extra_args[i + 1];
     if (dependency_dir_.empty()) {
