@@ -11,8 +11,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-/tmp/larmor-out}
 OUT=/tmp/larmor-work   # everything lands here; $FINAL gets a few files (the device returns at most 8)
 PFX=/tmp/larmor-pfx
-BUILD=/tmp/larmor-build
-MODE=${1:-all}          # all | tests | bench | ab (bench, then the previous version's chain benchmarks)
+# In the repository (git-ignored), so a second call on the same warm machine reuses the build.
+BUILD=${BUILD:-$ROOT/build-gpu}
+# all | tests | bench | ab (tests, bench, then the previous version's chain benchmarks) | sanitize
+# (compute-sanitizer memcheck and racecheck over the CUDA tests, nothing else)
+MODE=${1:-all}
 # GPU benchmarks only by default: the CPU ones take minutes there and are measured on the CI-class
 # machine instead (bench/RESULTS.md).
 BENCH_FILTER=${BENCH_FILTER:-GPU|Gpu|Cuda|Bare|Device}
@@ -46,14 +49,14 @@ status=0
 # 3. Tests: everything, so the GPU tests run for real next to the CPU ones. Four tests at a time,
 #    each with four OpenMP threads that sleep when idle: 16 spinning threads per CPU test on 16
 #    cores, four tests at once, made the CPU tests crawl (seen 2026-11-24).
-if [ "$MODE" != bench ]; then
+if [ "$MODE" != bench ] && [ "$MODE" != sanitize ]; then
   (cd "$BUILD" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} \
      ctest --output-on-failure -j4 --timeout 600 ${CTEST_ARGS:-}) > "$FINAL/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout|Not Run" "$FINAL/ctest.log" | tail -25
 fi
 
 # 4. Benchmarks, JSON per executable, then one table.
-if [ "$MODE" != tests ]; then  # bench, ab, all
+if [ "$MODE" != tests ] && [ "$MODE" != sanitize ]; then  # bench, ab, all
   for exe in "$BUILD"/bench/*_bench; do
     name=$(basename "$exe")
     "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
@@ -81,6 +84,37 @@ if [ "$MODE" = ab ] && [ -d "$ROOT/.carry/previous" ]; then
   done
   echo; echo "Side by side, previous = $(cat "$ROOT/.carry/previous/COMMIT" 2>/dev/null || echo '?'):"
   python3 "$ROOT/scripts/bench_table.py" --ab "$OUT"/ab_current_*.json -- "$OUT"/ab_previous_*.json | tee "$OUT/ab.md"
+fi
+# 6. compute-sanitizer over the CUDA cases of the test executables that launch kernels: memcheck
+#    (out-of-bounds and misaligned accesses, leaks of device memory, API errors) on all of them,
+#    racecheck (shared-memory hazards) on those whose kernels use shared memory. One row each.
+if [ "$MODE" = sanitize ]; then
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # The CUDA cases, less the one that provokes out-of-memory on purpose (its API errors are the point).
+  GPU_FILTER='*cuda*:*Cuda*:*CUDA*:*Gpu*:*GPU*:-*ErrorsNameTheProblem*'
+  echo "| test executable | tool | tests run | errors | exit |" | tee "$FINAL/sanitizer.md"
+  echo "|---|---|---|---|---|" | tee -a "$FINAL/sanitizer.md"
+  run_cs() {
+    local tool=$1 t=$2 log=$OUT/cs_$1_$2.log extra=() rc errs ran
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    timeout "${CS_TIMEOUT:-150}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 3 "$BUILD/tests/$t" \
+      --gtest_filter="$GPU_FILTER" > "$log" 2>&1
+    rc=$?
+    # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)".
+    errs=$(grep -oE "ERROR SUMMARY: [0-9]+|\([0-9]+ errors" "$log" | tail -1 | grep -oE "[0-9]+")
+    ran=$(grep -oE "\[==========\] [0-9]+ tests? from .* ran" "$log" | grep -oE "[0-9]+" | head -1)
+    echo "| $t | $tool | ${ran:-?} | ${errs:-?} | $rc |" | tee -a "$FINAL/sanitizer.md"
+    [ "$rc" = 0 ] || status=1
+  }
+  for t in core_cuda_backend_test core_blas1_test core_fft_test core_linops_test fault_injection_test \
+           core_iter_test core_stream_primitives_test sense_recon_test memory_budget_test; do
+    run_cs memcheck "$t"
+  done
+  for t in core_blas1_test core_stream_primitives_test core_linops_test core_iter_test; do
+    run_cs racecheck "$t"
+  done
+  # Only the logs of runs that did not come out clean (the device returns few files).
+  for log in "$OUT"/cs_*.log; do grep -qE "ERROR SUMMARY: 0 errors|\(0 errors" "$log" || cp "$log" "$FINAL"/; done
 fi
 tar czf "$FINAL/results.tgz" -C "$OUT" .
 cp "$OUT"/ab.md "$OUT"/device.txt "$FINAL"/ 2>/dev/null

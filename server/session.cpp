@@ -1,5 +1,6 @@
 #include "server/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <type_traits>
@@ -116,10 +117,11 @@ void Session::run() noexcept {
         log_->error("internal error: unknown exception");
     }
     chain_.reset();
+    budgets_ = {};
     device_lease_.reset();
     // A client that stopped reading (or vanished) lost what was still to be sent: an error of this
     // session even when nothing else went wrong.
-    size_t errors = errors_.size();
+    size_t errors = std::max(errors_.size(), reported_errors_);  // the chain's errors were reported too
     if (writer_.failed()) {
         ++errors;
         log_->warn("[Socket] ERROR: {}", writer_.error());
@@ -424,6 +426,7 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     if (chain_) {
         for (auto& e : chain_->errors()) texts.push_back(std::move(e));
     }
+    reported_errors_ = texts.size();
     for (const auto& t : texts) {
         ++env_->stats.errors;
         send(Text{t});
@@ -440,6 +443,9 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     writer_.seal();  // a late image of an aborted chain can never follow CLOSE
     if (writer_.failed()) log_->warn("reply not delivered: {}", writer_.error());
     chain_.reset();  // aborts the chain if it still runs, joins its threads
+    // Its arrays are gone with the chain: give the memory claim back now, not when the server
+    // reaps this session, so the next client is admitted at once.
+    budgets_ = {};
     device_lease_.reset();
     // The work is done: give the --max-sessions slot back before the FIN, so a client that saw the
     // connection end also sees the session gone, and the linger below keeps no new client out.

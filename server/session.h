@@ -114,6 +114,7 @@ private:
     std::atomic<bool> output_enabled_{true};  // off after a session error: no partial results
 
     std::vector<std::string> errors_;  // "[where] ERROR: what", in order
+    size_t reported_errors_ = 0;       // error TEXTs sent (the session's and the chain's)
     std::atomic<bool> stop_requested_{false};
     std::atomic<bool> finished_{false};
     bool slot_released_ = false;

@@ -111,7 +111,7 @@ TEST(FaultInjection, FailedDeviceAllocationIsReportedAndTheNextSessionSucceeds) 
     if (!cuda_available()) GTEST_SKIP() << "no usable CUDA device";
     auto server = server_with_faults("device-alloc:4", {"--backend", "cuda"});
     const Result hit = run_session(server->port(), "cartesian");
-    EXPECT_NE(hit.texts.find("out of memory"), std::string::npos) << hit.texts;
+    EXPECT_NE(hit.texts.find("out of GPU memory on device 0"), std::string::npos) << hit.texts;
     EXPECT_NE(hit.texts.find("injected fault"), std::string::npos) << hit.texts;
     const Result next = run_session(server->port(), "cartesian");
     EXPECT_FALSE(has_error(next)) << next.texts;
