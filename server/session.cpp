@@ -67,9 +67,9 @@ Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, b
       env_(std::move(env)),
       log_(spdlog::default_logger()->clone(id_ + " " + peer_)),
       ioc_(std::move(ioc)),
-      socket_(std::move(socket)),
-      writer_(socket_.native_handle(), env_->options.write_timeout),
-      reader_(*ioc_, socket_, env_->options.read_timeout) {}
+      transport_(std::make_unique<TcpTransport>(*ioc_, std::move(socket))),
+      writer_(*transport_, env_->options.write_timeout),
+      reader_(*transport_, env_->options.read_timeout) {}
 
 Session::~Session() = default;
 
@@ -91,8 +91,6 @@ void Session::run() noexcept {
     }
     chain_.reset();
     device_lease_.reset();
-    boost::system::error_code ignored;
-    socket_.close(ignored);
     writer_.close();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     log_->info("session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
@@ -352,8 +350,6 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     release_slot();
     writer_.shutdown_send();
     reader_.discard_until_eof(kLingerTime, kLingerBytes);
-    boost::system::error_code ignored;
-    socket_.close(ignored);
     writer_.close();
 }
 

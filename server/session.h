@@ -94,7 +94,7 @@ private:
     std::shared_ptr<spdlog::logger> log_;
 
     std::unique_ptr<boost::asio::io_context> ioc_;
-    boost::asio::ip::tcp::socket socket_;
+    std::unique_ptr<Transport> transport_;  // plain TCP (socket_io.h)
     SocketWriter writer_;  // declared before chain_: the chain's sink writes through it
     SocketReader reader_;
 
