@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "server/security_options.h"
 #include "wire/codec.h"
 
 namespace larmor::server {
@@ -14,7 +15,7 @@ namespace larmor::server {
 enum class BackendPolicy { Auto, Cpu, Cuda };
 
 struct ServerOptions {
-    std::string address = "0.0.0.0";
+    std::string address = "0.0.0.0";         // listen address (main.cpp's --address)
     uint16_t port = 9002;  // 0 = ephemeral (the bound port is printed)
     std::string config_dir;
     // The dependency store: noise covariances kept for later sessions (gadgets/noise_dependency_store.h).
@@ -27,6 +28,7 @@ struct ServerOptions {
     BackendPolicy backend = BackendPolicy::Auto;
     std::string devices = "all";             // CUDA devices sessions are spread over (device_pool.h)
     wire::Limits limits;
+    SecurityOptions security;                // --allow, TLS
 };
 
 const char* to_string(BackendPolicy p);

@@ -12,6 +12,7 @@
 #include "server/excerpt.h"
 #include "server/header_parse.h"
 #include "server/queries.h"
+#include "server/tls_transport.h"
 
 namespace larmor::server {
 namespace {
@@ -67,7 +68,7 @@ Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, b
       env_(std::move(env)),
       log_(spdlog::default_logger()->clone(id_ + " " + peer_)),
       ioc_(std::move(ioc)),
-      transport_(std::make_unique<TcpTransport>(*ioc_, std::move(socket))),
+      transport_(make_transport(*ioc_, std::move(socket), env_->tls)),
       writer_(*transport_, env_->options.write_timeout),
       reader_(*transport_, env_->options.read_timeout) {}
 
@@ -77,7 +78,12 @@ void Session::run() noexcept {
     const auto t0 = std::chrono::steady_clock::now();
     log_->info("connected");
     try {
+        transport_->handshake(env_->options.security.tls_handshake_timeout);  // TLS only
+        if (const std::string tls = transport_->description(); !tls.empty()) log_->info("{}", tls);
         serve();
+    } catch (const HandshakeError& e) {
+        ++env_->stats.tls_handshakes_failed;
+        log_->warn("refused: {}", e.what());
     } catch (const std::exception& e) {
         // serve() handles every expected failure itself; this is a bug, but it must not take the
         // server down: tell the client if still possible and close.

@@ -24,6 +24,8 @@ class logger;
 
 namespace larmor::server {
 
+class TlsContext;
+
 // What every session shares with the server. Held by shared_ptr so a session that outlives an
 // orderly shutdown never points at freed memory.
 struct SessionEnvironment {
@@ -31,6 +33,7 @@ struct SessionEnvironment {
     ServerStats stats;
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
+    std::shared_ptr<TlsContext> tls;  // from options.security.tls; null: plain TCP
 };
 
 class Session {
@@ -94,7 +97,7 @@ private:
     std::shared_ptr<spdlog::logger> log_;
 
     std::unique_ptr<boost::asio::io_context> ioc_;
-    std::unique_ptr<Transport> transport_;  // plain TCP (socket_io.h)
+    std::unique_ptr<Transport> transport_;  // plain TCP or TLS (tls_transport.h)
     SocketWriter writer_;  // declared before chain_: the chain's sink writes through it
     SocketReader reader_;
 
