@@ -66,10 +66,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::sec
 bool has_sanitizer_report(const std::string& output);
 
 // A blocking TCP connection to 127.0.0.1:port speaking the wire protocol. Every send and receive
-// gives up after `io_timeout` (throws std::runtime_error).
+// gives up after `io_timeout` (throws std::runtime_error). `source`, when given, is the local IPv4
+// address to connect from (any of 127.0.0.0/8 is this machine: tests of --allow).
 class WireConnection {
 public:
-    explicit WireConnection(uint16_t port, std::chrono::seconds io_timeout = std::chrono::seconds(60));
+    explicit WireConnection(uint16_t port, std::chrono::seconds io_timeout = std::chrono::seconds(60),
+                            const std::string& source = "");
     ~WireConnection();
     WireConnection(const WireConnection&) = delete;
     WireConnection& operator=(const WireConnection&) = delete;
