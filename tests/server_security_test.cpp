@@ -127,6 +127,22 @@ TEST(ServerAllowList, ServesLoopbackWhenItsNetworkIsAllowed) {
     EXPECT_TRUE(contains(server.log(), "clients allowed from 10.0.0.0/8, ::1/128, 127.0.0.0/8")) << server.log();
 }
 
+// Bound to :: (IPv6 and IPv4), the server sees an IPv4 client as ::ffff:127.0.0.1 (RFC 4291 section
+// 2.5.5.2); IPv4 networks still match it, IPv6 ones do not.
+TEST(ServerAllowList, DualStackSocketJudgesIpv4ClientsByIpv4Networks) {
+    {
+        ServerProcess server({"--address", "::", "--allow", "::1/128", "--allow", "127.0.0.0/8"});
+        WireConnection c(server.port());
+        expect_counter_session(c, 2);
+    }
+    ServerProcess server({"--address", "::", "--allow", "::1/128"});
+    WireConnection c(server.port());
+    c.send(wire::ConfigFile{"counter"});
+    const std::string text = joined_texts(c.receive_until_close());
+    EXPECT_TRUE(contains(text, "are not allowed by this larmor-server (--allow)")) << text;
+    EXPECT_TRUE(contains(server.log(), "refused [::ffff:127.0.0.1]:")) << server.log();
+}
+
 TEST(ServerAllowList, MalformedNetworkStopsTheServerAtStartupNamingIt) {
     for (const std::string bad : {"10.0.0.1/8", "127.0.0.0/33", "not-an-address", "fe80::1%lo"}) {
         const auto r = test::run_process({test::server_binary(), "--port", "0", "--allow", "127.0.0.0/8", "--allow", bad},

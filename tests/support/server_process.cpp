@@ -112,8 +112,10 @@ std::string source_config_dir() { return std::string(LARMOR_SOURCE_DIR) + "/conf
 // ServerProcess
 
 ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
-    std::vector<std::string> argv = {server_binary(), "--address", "127.0.0.1", "--port", "0", "--config-dir",
-                                     source_config_dir()};
+    std::vector<std::string> argv = {server_binary(), "--port", "0", "--config-dir", source_config_dir()};
+    bool has_address = false;
+    for (const auto& a : extra_args) has_address = has_address || a == "--address";
+    if (!has_address) argv.insert(argv.begin() + 1, {"--address", "127.0.0.1"});
     for (size_t i = 0; i + 1 < extra_args.size(); ++i)
         if (extra_args[i] == "--dependency-dir") dependency_dir_ = extra_args[i + 1];
     if (dependency_dir_.empty()) {

@@ -21,7 +21,7 @@ std::string source_config_dir();  // LARMOR_SOURCE_DIR/config
 class ServerProcess {
 public:
     // Starts larmor-server --address 127.0.0.1 --port 0 --config-dir <source>/config <extra_args>
-    // and waits (up to 30 s) for its "listening on ADDR:PORT" line. Throws with the server's log
+    // (without the --address when extra_args have one) and waits (up to 30 s) for its "listening on ADDR:PORT" line. Throws with the server's log
     // when it does not come up. Unless extra_args name a --dependency-dir, the server gets a fresh
     // one of its own (removed with the object), so no test sees another's noise dependencies.
     explicit ServerProcess(const std::vector<std::string>& extra_args = {});
