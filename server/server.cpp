@@ -156,10 +156,16 @@ bool Server::refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket) {
     const auto peer = socket.remote_endpoint(ec);
     if (!ec && access_.allows(peer.address())) return false;
     ++env_->stats.connections_refused;
-    std::ostringstream who;
-    if (!ec) who << peer;
-    spdlog::warn("refused {}: not in --allow ({})", ec ? std::string("a client of unknown address") : who.str(),
-                 access_.to_string());
+    uint64_t left_out = 0;
+    if (refusal_log_.allow(left_out)) {
+        std::ostringstream who;
+        if (!ec) who << peer;
+        spdlog::warn("refused {}: not in --allow ({}){}", ec ? std::string("a client of unknown address") : who.str(),
+                     access_.to_string(),
+                     left_out ? "; " + std::to_string(left_out) + " refusals before this one were not logged (at most 20 "
+                                                                  "lines per 10 s)"
+                              : std::string());
+    }
     // The client learns its own address and that it is not allowed; the list itself is not revealed.
     send_refusal(std::move(socket), "[Server] ERROR: connections from " +
                                         (ec ? std::string("this address") : peer.address().to_string()) +

@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "server/access_list.h"
+#include "server/log_throttle.h"
 #include "server/server_options.h"
 #include "server/session.h"
 
@@ -61,6 +62,7 @@ private:
 
     std::shared_ptr<SessionEnvironment> env_;
     AccessList access_;
+    LogThrottle refusal_log_{20, std::chrono::seconds(10)};  // refused-by---allow lines
     // Before ioc_: handlers destroyed with ioc_ (a pending rejection) may still decrement it.
     size_t rejections_in_flight_ = 0;
     boost::asio::io_context ioc_;

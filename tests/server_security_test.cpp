@@ -120,6 +120,25 @@ TEST(ServerAllowList, RefusesAClientOutsideTheListBeforeAnySessionExists) {
     EXPECT_TRUE(contains(server.log(), "not in --allow (127.0.0.2/32)")) << server.log();
 }
 
+// A client refused in a loop writes at most 20 log lines per 10 s; every refusal is still counted.
+TEST(ServerAllowList, RefusalsInALoopDoNotFloodTheLog) {
+    ServerProcess server({"--allow", "127.0.0.2/32"});
+    for (int i = 0; i < 40; ++i) {
+        WireConnection refused(server.port());
+        refused.send(wire::ConfigFile{"counter"});
+        refused.receive_until_close();
+    }
+    WireConnection allowed(server.port(), 60s, "127.0.0.2");
+    EXPECT_EQ(status_field(status_over(allowed), "connections_refused"), 40);
+    const std::string log = server.log();
+    size_t lines = 0;
+    for (size_t at = log.find("refused 127.0.0.1:"); at != std::string::npos; at = log.find("refused 127.0.0.1:", at + 1))
+        ++lines;
+    // 40 refusals within one window (a few seconds at most) log 20 lines; two windows at most 40.
+    EXPECT_GE(lines, 20u) << log;
+    EXPECT_LT(lines, 40u) << log;
+}
+
 TEST(ServerAllowList, ServesLoopbackWhenItsNetworkIsAllowed) {
     ServerProcess server({"--allow", "10.0.0.0/8,::1/128", "--allow", "127.0.0.0/8"});
     WireConnection c(server.port());
