@@ -371,6 +371,7 @@ TEST_F(ServerTls, RefusedByTheAllowListOnATlsPortIsClosedWithoutAHandshake) {
     ServerProcess server(args);
     const auto r = query(server.port(), {"--tls-ca", pki_->cert("ca")});
     EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "is this machine outside its --allow networks")) << r.output;
     EXPECT_TRUE(contains(server.log(), "refused 127.0.0.1:")) << server.log();
     EXPECT_FALSE(contains(server.log(), "TLS handshake failed")) << server.log();
 }

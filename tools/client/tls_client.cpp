@@ -139,10 +139,14 @@ TlsClient::Want TlsClient::handshake() {
     if (verify != X509_V_OK)
         throw TlsError("the TLS certificate of " + peer_ + " is not trusted: " + X509_verify_cert_error_string(verify) +
                        " (give the CA that issued it with --tls-ca; the certificate must name the host given with -a)");
-    throw TlsError("TLS handshake with " + peer_ + " failed: " + reason +
-                   (alert_hint(reason, has_client_cert_).empty()
-                        ? " (does the server speak TLS on this port? larmor-server does with --tls-cert)"
-                        : alert_hint(reason, has_client_cert_)));
+    std::string hint = alert_hint(reason, has_client_cert_);
+    if (hint.empty() && (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN || contains(reason, "unexpected eof")))
+        // larmor-server closes a TLS port's connections from outside --allow (and over --max-sessions)
+        // without a handshake.
+        hint = " (the server closed the connection: is this machine outside its --allow networks, or is it at "
+               "its session limit?)";
+    if (hint.empty()) hint = " (does the server speak TLS on this port? larmor-server does with --tls-cert)";
+    throw TlsError("TLS handshake with " + peer_ + " failed: " + reason + hint);
 }
 
 size_t TlsClient::read(void* dst, size_t n, Want& want) {
