@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Larmor's build and test dependencies from Debian 12 packages (root, apt).
 # The CUDA toolkit is not a Debian package: when /usr/local/cuda/bin/nvcc exists the build uses it.
+# libssl-dev: TLS of larmor-server and larmor-client; openssl: the TLS tests make their certificates with it.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -9,4 +10,4 @@ $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config python3 \
   libboost-dev libboost-system-dev libismrmrd-dev libprotobuf-dev protobuf-compiler \
   libgtest-dev libgmock-dev libbenchmark-dev libfftw3-dev libopenblas-dev liblapacke-dev \
-  libspdlog-dev libcli11-dev libhdf5-dev libpugixml-dev libpng-dev zlib1g-dev
+  libspdlog-dev libcli11-dev libhdf5-dev libpugixml-dev libpng-dev zlib1g-dev libssl-dev openssl

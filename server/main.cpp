@@ -12,6 +12,7 @@
 #include "gadgets/chain_config.h"
 #include "server/backend_select.h"
 #include "server/queries.h"
+#include "server/security_cli.h"
 #include "server/server.h"
 
 namespace {
@@ -61,7 +62,9 @@ int main(int argc, char** argv) {
     int read_timeout = 60, write_timeout = 60, grace = 30;
 
     CLI::App app{larmor::server::version_string() + ": streaming MRI reconstruction server"};
-    app.add_option("--address", options.address, "Address to listen on")->capture_default_str();
+    app.add_option("--address", options.address,
+                   "Address to listen on: 0.0.0.0 all IPv4 interfaces, :: all (IPv6 and IPv4), 127.0.0.1 this machine only")
+        ->capture_default_str();
     app.add_option("--port", options.port, "TCP port; 0 = any free port (printed as 'listening on ADDR:PORT')")
         ->capture_default_str();
     app.add_option("--config-dir", options.config_dir, "Directory of the chains CONFIG_FILE names")
@@ -115,6 +118,7 @@ int main(int argc, char** argv) {
     app.add_option("--shutdown-grace", grace, "Seconds running sessions get to finish after SIGINT/SIGTERM")
         ->check(CLI::Range(0, 86400))
         ->capture_default_str();
+    larmor::server::add_security_options(app, options.security);
     CLI11_PARSE(app, argc, argv);
 
     // Absolute, so logs and the info query say which directory no matter where it was started.

@@ -80,7 +80,9 @@ std::string status_json(const QueryContext& ctx) {
     s << "{\"version\": \"" << LARMOR_VERSION << "\", \"uptime_s\": " << uptime
       << ", \"sessions_active\": " << st.sessions_active.load() << ", \"sessions_total\": " << st.sessions_total.load()
       << ", \"sessions_rejected\": " << st.sessions_rejected.load()
-      << ", \"sessions_over_budget\": " << st.sessions_over_budget.load() << ", \"acquisitions\": " << st.acquisitions.load()
+      << ", \"sessions_over_budget\": " << st.sessions_over_budget.load()
+      << ", \"connections_refused\": " << st.connections_refused.load()
+      << ", \"tls_handshakes_failed\": " << st.tls_handshakes_failed.load() << ", \"acquisitions\": " << st.acquisitions.load()
       << ", \"waveforms\": " << st.waveforms.load() << ", \"bytes_received\": " << st.bytes_received.load()
       << ", \"images_sent\": " << st.images_sent.load() << ", \"errors\": " << st.errors.load()
       << ", \"devices\": [";

@@ -8,6 +8,7 @@
 
 #include "core/backend.h"
 #include "server/rejection.h"
+#include "server/tls_context.h"
 
 namespace larmor::server {
 namespace {
@@ -39,6 +40,10 @@ Server::Server(ServerOptions options)
     for (const auto& p : env_->chains->last_report().problems) spdlog::error("chain {}", p);
     if (!env_->options.dependency_dir.empty())
         env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir);
+    // Both here, so a malformed network or an unusable certificate stops the server at startup.
+    access_ = AccessList(env_->options.security.allow);
+    if (!env_->options.security.tls.cert.empty())
+        env_->tls = std::make_shared<TlsContext>(env_->options.security.tls);
 }
 
 Server::~Server() {
@@ -61,6 +66,8 @@ boost::asio::ip::tcp::endpoint Server::listen() {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
     if (ec) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+    spdlog::info("{}; clients allowed from {}", env_->tls ? env_->tls->description() : std::string("plain TCP (no TLS)"),
+                 access_.to_string());
     return acceptor_.local_endpoint();
 }
 
@@ -76,8 +83,9 @@ bool Server::run() {
         sessions_.clear();
         return false;
     }
-    spdlog::info("stopped: {} sessions served, {} turned away", env_->stats.sessions_total.load(),
-                 env_->stats.sessions_rejected.load());
+    spdlog::info("stopped: {} sessions served, {} turned away, {} refused by --allow, {} failed TLS handshakes",
+                 env_->stats.sessions_total.load(), env_->stats.sessions_rejected.load(),
+                 env_->stats.connections_refused.load(), env_->stats.tls_handshakes_failed.load());
     return !stuck_;
 }
 
@@ -103,7 +111,9 @@ void Server::on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp
         });
         return;
     }
-    if (env_->stats.sessions_active >= env_->options.max_sessions) {
+    if (refuse_if_not_allowed(socket)) {
+        // Refused before anything of a session exists: no thread, no session memory.
+    } else if (env_->stats.sessions_active >= env_->options.max_sessions) {
         reject(std::move(socket));
     } else {
         start_session(std::move(socket));
@@ -143,16 +153,46 @@ void Server::reject(boost::asio::ip::tcp::socket socket) {
     if (!ec) who << peer;
     spdlog::warn("turning away {}: {} sessions active (--max-sessions {})", ec ? std::string("a client") : who.str(),
                  env_->stats.sessions_active.load(), max);
+    send_refusal(std::move(socket), "[Server] ERROR: larmor-server is at its session limit (--max-sessions " +
+                                        std::to_string(max) + "); try again later");
+}
+
+bool Server::refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket) {
+    if (access_.empty()) return false;
+    boost::system::error_code ec;
+    const auto peer = socket.remote_endpoint(ec);
+    if (!ec && access_.allows(peer.address())) return false;
+    ++env_->stats.connections_refused;
+    uint64_t left_out = 0;
+    if (refusal_log_.allow(left_out)) {
+        std::ostringstream who;
+        if (!ec) who << peer;
+        spdlog::warn("refused {}: not in --allow ({}){}", ec ? std::string("a client of unknown address") : who.str(),
+                     access_.to_string(),
+                     left_out ? "; " + std::to_string(left_out) + " refusals before this one were not logged (at most 20 "
+                                                                  "lines per 10 s)"
+                              : std::string());
+    }
+    // The client learns its own address and that it is not allowed; the list itself is not revealed.
+    send_refusal(std::move(socket), "[Server] ERROR: connections from " +
+                                        (ec ? std::string("this address") : peer.address().to_string()) +
+                                        " are not allowed by this larmor-server (--allow)");
+    return true;
+}
+
+void Server::send_refusal(boost::asio::ip::tcp::socket socket, const std::string& text) {
+    const size_t max = env_->options.max_sessions;
     if (rejections_in_flight_ >= max + 16) return;  // a flood: just close (socket goes out of scope)
+    // A TLS client expects a handshake, and a plain TEXT would reach it as a garbled record: on a TLS
+    // port the connection is just closed (no handshake is spent on a client that is turned away).
+    if (env_->tls) return;
     // Move the socket onto the main io_context, where the rejection runs without a thread.
+    boost::system::error_code ec;
     const auto protocol = socket.local_endpoint(ec).protocol();
     if (ec) return;
     boost::asio::ip::tcp::socket moved(ioc_, protocol, socket.release());
     ++rejections_in_flight_;
-    reject_connection(ioc_, std::move(moved),
-                      "[Server] ERROR: larmor-server is at its session limit (--max-sessions " + std::to_string(max) +
-                          "); try again later",
-                      kRejectionLinger, [this] { --rejections_in_flight_; });
+    reject_connection(ioc_, std::move(moved), text, kRejectionLinger, [this] { --rejections_in_flight_; });
 }
 
 void Server::reap() {

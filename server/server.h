@@ -1,8 +1,8 @@
 #pragma once
-// The listening side of larmor-server: accepts connections on a main io_context, gives each its
-// own Session on its own thread, turns away connections over --max-sessions, and shuts down in
-// order on SIGINT/SIGTERM (stop accepting, let sessions finish for a bounded time, then end them);
-// SIGHUP reloads the chains of the config directory.
+// The listening side of larmor-server: accepts connections on a main io_context, refuses those from
+// outside --allow, gives each other one its own Session on its own thread, turns away connections
+// over --max-sessions, and shuts down in order on SIGINT/SIGTERM (stop accepting, let sessions
+// finish for a bounded time, then end them); SIGHUP reloads the chains of the config directory.
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -13,6 +13,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "server/access_list.h"
+#include "server/log_throttle.h"
 #include "server/server_options.h"
 #include "server/session.h"
 
@@ -21,7 +23,8 @@ namespace larmor::server {
 class Server {
 public:
     // Throws std::invalid_argument naming the id and the device count when options.devices names
-    // a CUDA device this machine does not have.
+    // a CUDA device this machine does not have, or naming a malformed --allow network; throws
+    // std::runtime_error naming a TLS file that cannot be used.
     explicit Server(ServerOptions options);
     ~Server();
     Server(const Server&) = delete;
@@ -50,6 +53,10 @@ private:
     void on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
     void start_session(boost::asio::ip::tcp::socket socket);
     void reject(boost::asio::ip::tcp::socket socket);
+    // Refuses a client from outside --allow; true when it did (the socket is then gone).
+    bool refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket);
+    // TEXT + CLOSE to a turned-away client, asynchronously on ioc_ (rejection.h); a flood is just closed.
+    void send_refusal(boost::asio::ip::tcp::socket socket, const std::string& text);
     void reap();  // joins the threads of finished sessions
     void wait_for_signal();
     void wait_for_reload();  // SIGHUP: the config directory is read again (chain_catalog.h)
@@ -57,6 +64,8 @@ private:
     void shutdown_tick();
 
     std::shared_ptr<SessionEnvironment> env_;
+    AccessList access_;
+    LogThrottle refusal_log_{20, std::chrono::seconds(10)};  // refused-by---allow lines
     // Before ioc_: handlers destroyed with ioc_ (a pending rejection) may still decrement it.
     size_t rejections_in_flight_ = 0;
     boost::asio::io_context ioc_;

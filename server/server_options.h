@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/memory_limits.h"
+#include "server/security_options.h"
 #include "wire/codec.h"
 
 namespace larmor::server {
@@ -15,7 +16,7 @@ namespace larmor::server {
 enum class BackendPolicy { Auto, Cpu, Cuda };
 
 struct ServerOptions {
-    std::string address = "0.0.0.0";
+    std::string address = "0.0.0.0";         // listen address (main.cpp's --address)
     uint16_t port = 9002;  // 0 = ephemeral (the bound port is printed)
     std::string config_dir;
     // The dependency store: noise covariances kept for later sessions (gadgets/noise_dependency_store.h).
@@ -29,6 +30,7 @@ struct ServerOptions {
     std::string devices = "all";             // CUDA devices sessions are spread over (device_pool.h)
     wire::Limits limits;
     MemoryLimitOptions memory;               // budgets (memory_limits.h, memory_admission.h)
+    SecurityOptions security;                // --allow, TLS
 };
 
 const char* to_string(BackendPolicy p);

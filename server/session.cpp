@@ -14,6 +14,7 @@
 #include "server/excerpt.h"
 #include "server/header_parse.h"
 #include "server/queries.h"
+#include "server/tls_transport.h"
 
 namespace larmor::server {
 namespace {
@@ -94,9 +95,9 @@ Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, b
       env_(std::move(env)),
       log_(spdlog::default_logger()->clone(id_ + " " + peer_)),
       ioc_(std::move(ioc)),
-      socket_(std::move(socket)),
-      writer_(socket_.native_handle(), env_->options.write_timeout),
-      reader_(*ioc_, socket_, env_->options.read_timeout) {}
+      transport_(make_transport(*ioc_, std::move(socket), env_->tls)),
+      writer_(*transport_, env_->options.write_timeout),
+      reader_(*transport_, env_->options.read_timeout) {}
 
 Session::~Session() = default;
 
@@ -104,7 +105,12 @@ void Session::run() noexcept {
     const auto t0 = std::chrono::steady_clock::now();
     log_->info("connected");
     try {
+        transport_->handshake(env_->options.security.tls_handshake_timeout);  // TLS only
+        if (const std::string tls = transport_->description(); !tls.empty()) log_->info("{}", tls);
         serve();
+    } catch (const HandshakeError& e) {
+        ++env_->stats.tls_handshakes_failed;
+        log_->warn("refused: {}", e.what());
     } catch (const std::exception& e) {
         // serve() handles every expected failure itself; this is a bug, but it must not take the
         // server down: tell the client if still possible and close.
@@ -126,8 +132,6 @@ void Session::run() noexcept {
         ++errors;
         log_->warn("[Socket] ERROR: {}", writer_.error());
     }
-    boost::system::error_code ignored;
-    socket_.close(ignored);
     writer_.close();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     log_->info("session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
@@ -452,8 +456,6 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     release_slot();
     writer_.shutdown_send();
     reader_.discard_until_eof(kLingerTime, kLingerBytes);
-    boost::system::error_code ignored;
-    socket_.close(ignored);
     writer_.close();
 }
 

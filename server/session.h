@@ -26,6 +26,8 @@ class logger;
 
 namespace larmor::server {
 
+class TlsContext;
+
 // What every session shares with the server. Held by shared_ptr so a session that outlives an
 // orderly shutdown never points at freed memory.
 struct SessionEnvironment {
@@ -35,6 +37,7 @@ struct SessionEnvironment {
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
     std::unique_ptr<ServerMemory> memory;  // from options.memory; never null once the server runs
     std::unique_ptr<ChainCatalog> chains;  // options.config_dir as last (re)loaded; never null once running
+    std::shared_ptr<TlsContext> tls;  // from options.security.tls; null: plain TCP
 };
 
 class Session {
@@ -102,7 +105,7 @@ private:
     std::shared_ptr<spdlog::logger> log_;
 
     std::unique_ptr<boost::asio::io_context> ioc_;
-    boost::asio::ip::tcp::socket socket_;
+    std::unique_ptr<Transport> transport_;  // plain TCP or TLS (tls_transport.h)
     SocketWriter writer_;  // declared before chain_: the chain's sink writes through it
     SocketReader reader_;
 

@@ -26,16 +26,29 @@ std::string seconds_text(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------------
-// SocketReader
-
-SocketReader::SocketReader(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket& socket,
-                           std::chrono::steady_clock::duration timeout)
-    : ioc_(ioc), socket_(socket), timer_(ioc), timeout_(timeout), buffer_(kReadBufferBytes) {
-    socket_.non_blocking(true);  // read_some's fast path; waits go through the io_context
+std::string read_timeout_text(std::chrono::steady_clock::duration timeout) {
+    return "read timeout after " + seconds_text(timeout) + " without data from the client";
 }
 
-size_t SocketReader::read_some(void* dst, size_t n, std::chrono::steady_clock::duration timeout) {
+std::string write_timeout_text(std::chrono::steady_clock::duration timeout) {
+    return "write timeout after " + seconds_text(timeout) + ": the client is not reading";
+}
+
+// ---------------------------------------------------------------------------------------------------
+// TcpTransport
+
+TcpTransport::TcpTransport(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket socket)
+    : ioc_(ioc), socket_(std::move(socket)), timer_(ioc) {
+    socket_.non_blocking(true);  // read_some's fast path; waits go through the io_context
+    write_fd_ = ::fcntl(socket_.native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (write_fd_ < 0) throw SocketError(std::string("dup of the session socket failed: ") + std::strerror(errno));
+    // O_NONBLOCK belongs to the shared file description (set above); so write_some always waits
+    // through poll() with a deadline.
+}
+
+TcpTransport::~TcpTransport() { close(); }
+
+size_t TcpTransport::read_some(void* dst, size_t n, std::chrono::steady_clock::duration timeout) {
     // Fast path: the socket is non-blocking, so data already queued in the kernel costs one recv()
     // and no timer. Only when nothing is there do we wait, and then the wait races a timer on the
     // private io_context: whichever finishes first cancels the other, and run() returns once both
@@ -51,8 +64,7 @@ size_t SocketReader::read_some(void* dst, size_t n, std::chrono::steady_clock::d
             throw SocketError("socket read failed: " + ec.message());
 
         const auto left = deadline - std::chrono::steady_clock::now();
-        if (left <= std::chrono::steady_clock::duration::zero())
-            throw ReadTimeout("read timeout after " + seconds_text(timeout) + " without data from the client");
+        if (left <= std::chrono::steady_clock::duration::zero()) throw ReadTimeout(read_timeout_text(timeout));
         std::optional<boost::system::error_code> ready;
         bool expired = false;
         ioc_.restart();
@@ -69,11 +81,54 @@ size_t SocketReader::read_some(void* dst, size_t n, std::chrono::steady_clock::d
         });
         ioc_.run();
         if (ready && !*ready) continue;  // readable (data, EOF or an error): the next read_some says which
-        if (expired)
-            throw ReadTimeout("read timeout after " + seconds_text(timeout) + " without data from the client");
+        if (expired) throw ReadTimeout(read_timeout_text(timeout));
         throw SocketError("waiting for the socket failed: " + (ready ? ready->message() : std::string("no result")));
     }
 }
+
+size_t TcpTransport::write_some(const uint8_t* p, size_t n, std::chrono::steady_clock::duration timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const ssize_t k = ::send(write_fd_, p, n, MSG_NOSIGNAL);
+        if (k > 0) return static_cast<size_t>(k);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) throw SocketError(write_timeout_text(timeout));
+            pollfd pfd{write_fd_, POLLOUT, 0};
+            const int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+            if (r < 0 && errno != EINTR) throw SocketError(std::string("poll on the socket failed: ") + std::strerror(errno));
+            continue;
+        }
+        throw SocketError(std::string("socket write failed: ") + (k == 0 ? "no progress" : std::strerror(errno)));
+    }
+}
+
+void TcpTransport::shutdown_send() noexcept {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    if (write_fd_ >= 0) ::shutdown(write_fd_, SHUT_WR);
+}
+
+void TcpTransport::shutdown_receive() noexcept {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    if (write_fd_ >= 0) ::shutdown(write_fd_, SHUT_RD);
+}
+
+void TcpTransport::close() noexcept {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    if (write_fd_ >= 0) ::close(write_fd_);
+    write_fd_ = -1;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+}
+
+
+// ---------------------------------------------------------------------------------------------------
+// SocketReader
+
+SocketReader::SocketReader(Transport& transport, std::chrono::steady_clock::duration timeout)
+    : transport_(transport), timeout_(timeout), buffer_(kReadBufferBytes) {}
 
 void SocketReader::read_exact(void* dst, size_t n) {
     auto* out = static_cast<uint8_t*>(dst);
@@ -89,12 +144,12 @@ void SocketReader::read_exact(void* dst, size_t n) {
         }
         size_t got;
         if (n >= buffer_.size()) {
-            got = read_some(out, n, timeout_);  // large payloads go straight to their destination
+            got = transport_.read_some(out, n, timeout_);  // large payloads go straight to their destination
             bytes_read_ += got;
             out += got;
             n -= got;
         } else {
-            got = read_some(buffer_.data(), buffer_.size(), timeout_);
+            got = transport_.read_some(buffer_.data(), buffer_.size(), timeout_);
             begin_ = 0;
             end_ = got;
         }
@@ -110,7 +165,7 @@ void SocketReader::discard_until_eof(std::chrono::steady_clock::duration max_wai
         for (;;) {
             const auto left = deadline - std::chrono::steady_clock::now();
             if (left <= std::chrono::steady_clock::duration::zero() || dropped >= max_bytes) return;
-            const size_t got = read_some(buffer_.data(), buffer_.size(), left);
+            const size_t got = transport_.read_some(buffer_.data(), buffer_.size(), left);
             if (got == 0) return;
             dropped += got;
         }
@@ -122,45 +177,24 @@ void SocketReader::discard_until_eof(std::chrono::steady_clock::duration max_wai
 // ---------------------------------------------------------------------------------------------------
 // SocketWriter
 
-SocketWriter::SocketWriter(int socket_fd, std::chrono::steady_clock::duration timeout) : timeout_(timeout) {
-    fd_ = ::fcntl(socket_fd, F_DUPFD_CLOEXEC, 0);
-    if (fd_ < 0) throw SocketError(std::string("dup of the session socket failed: ") + std::strerror(errno));
-    // O_NONBLOCK belongs to the shared file description and asio sets it for its own reads anyway;
-    // set it here so that write_all always waits through poll() with a deadline.
-    const int flags = ::fcntl(fd_, F_GETFL, 0);
-    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
-}
+SocketWriter::SocketWriter(Transport& transport, std::chrono::steady_clock::duration timeout)
+    : transport_(transport), timeout_(timeout) {}
 
-SocketWriter::~SocketWriter() { close(); }
+SocketWriter::~SocketWriter() = default;
 
 void SocketWriter::write_all(const uint8_t* p, size_t n) {
-    auto deadline = std::chrono::steady_clock::now() + timeout_;
     while (n > 0) {
-        const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL);
-        if (k > 0) {
-            p += k;
-            n -= static_cast<size_t>(k);
-            bytes_written_ += static_cast<uint64_t>(k);
-            deadline = std::chrono::steady_clock::now() + timeout_;  // the deadline is per progress
-            continue;
-        }
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-            if (left.count() <= 0)
-                throw SocketError("write timeout after " + seconds_text(timeout_) + ": the client is not reading");
-            pollfd pfd{fd_, POLLOUT, 0};
-            const int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
-            if (r < 0 && errno != EINTR) throw SocketError(std::string("poll on the socket failed: ") + std::strerror(errno));
-            continue;
-        }
-        throw SocketError(std::string("socket write failed: ") + (k == 0 ? "no progress" : std::strerror(errno)));
+        // The timeout is per progress: a slow but reading client is not cut off mid-image.
+        const size_t k = transport_.write_some(p, n, timeout_);
+        p += k;
+        n -= k;
+        bytes_written_ += k;
     }
 }
 
 bool SocketWriter::send(const std::vector<uint8_t>& bytes) {
     std::lock_guard<std::mutex> lock(write_mutex_);
-    if (sealed_ || failed_ || fd_ < 0) return false;
+    if (sealed_ || failed_ || closed_) return false;
     try {
         write_all(bytes.data(), bytes.size());
         return true;
@@ -177,20 +211,16 @@ void SocketWriter::seal() {
 }
 
 void SocketWriter::shutdown_send() noexcept {
-    std::lock_guard<std::mutex> lock(fd_mutex_);
-    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    if (!closed_) transport_.shutdown_send();
 }
 
-void SocketWriter::shutdown_receive() noexcept {
-    std::lock_guard<std::mutex> lock(fd_mutex_);
-    if (fd_ >= 0) ::shutdown(fd_, SHUT_RD);
-}
+void SocketWriter::shutdown_receive() noexcept { transport_.shutdown_receive(); }
 
 void SocketWriter::close() noexcept {
-    std::lock_guard<std::mutex> wlock(write_mutex_);
-    std::lock_guard<std::mutex> flock(fd_mutex_);
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    if (!closed_) transport_.close();
+    closed_ = true;
     sealed_ = true;
 }
 

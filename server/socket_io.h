@@ -1,9 +1,9 @@
 #pragma once
-// Byte-level I/O of one session's TCP connection, split so that reading and writing never share an
-// object: the session thread reads through SocketReader (the asio socket, with a real deadline on
-// every read), while images leave from the chain's last gadget thread through SocketWriter (its own
-// dup()ed descriptor, one mutex, a write deadline). Asio socket objects are not safe for concurrent
-// use from two threads; two descriptors of one kernel socket are.
+// Byte-level I/O of one session's connection. The session thread reads through SocketReader (with a
+// real deadline on every read), while images leave from the chain's last gadget thread through
+// SocketWriter (one mutex, a write deadline). Both sit on a Transport: plain TCP (TcpTransport here)
+// or TLS over it (server/tls_transport.h), so the session has one code path for both. A Transport
+// allows one reader thread and one writer thread at a time.
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -33,12 +33,70 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Reads from an asio socket driven by a private io_context, one read at a time, each bounded by
-// `timeout` without progress. Buffered, so small header reads do not cost one syscall each.
+// The bytes of one connection, whatever carries them.
+class Transport {
+public:
+    virtual ~Transport() = default;
+
+    // Before the first read or write: a TLS handshake bounded by `timeout`; nothing for plain TCP.
+    // Throws HandshakeError saying why the client was not admitted.
+    virtual void handshake(std::chrono::steady_clock::duration timeout) { (void)timeout; }
+    // One read of at most n bytes; 0 at EOF. Throws ReadTimeout after `timeout` without data, or
+    // SocketError. Only ever called from one thread (the session's).
+    virtual size_t read_some(void* dst, size_t n, std::chrono::steady_clock::duration timeout) = 0;
+    // Writes at least one and at most n bytes, waiting `timeout` at most; throws SocketError (a
+    // timeout included). May run on another thread than read_some, concurrently with it.
+    virtual size_t write_some(const uint8_t* src, size_t n, std::chrono::steady_clock::duration timeout) = 0;
+    // Ends the sending side after everything written (TLS: close_notify, then FIN).
+    virtual void shutdown_send() noexcept = 0;
+    // Makes a blocked read_some see EOF (server shutdown). Safe from any thread.
+    virtual void shutdown_receive() noexcept = 0;
+    // Closes the connection; no call but close() may follow.
+    virtual void close() noexcept = 0;
+    // For the log: "TLS 1.3 TLS_AES_256_GCM_SHA384, client CN=scanner1"; empty for plain TCP.
+    virtual std::string description() const { return {}; }
+};
+
+// The client was not admitted by the transport's handshake (TLS: no or a wrong certificate, plain TCP
+// on the TLS port, silence until the handshake timeout).
+class HandshakeError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Plain TCP. Reads go through the asio socket driven by the session's private io_context (a real
+// deadline on every read); writes through a dup() of its descriptor with poll(): asio socket
+// objects are not safe for concurrent use from two threads, two descriptors of one kernel socket are.
+class TcpTransport final : public Transport {
+public:
+    // `socket` must belong to `ioc`, which only the reading thread runs.
+    TcpTransport(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket socket);
+    ~TcpTransport() override;
+
+    size_t read_some(void* dst, size_t n, std::chrono::steady_clock::duration timeout) override;
+    size_t write_some(const uint8_t* src, size_t n, std::chrono::steady_clock::duration timeout) override;
+    void shutdown_send() noexcept override;
+    void shutdown_receive() noexcept override;
+    void close() noexcept override;
+
+private:
+    boost::asio::io_context& ioc_;
+    boost::asio::ip::tcp::socket socket_;
+    boost::asio::steady_timer timer_;
+    std::mutex fd_mutex_;  // write_fd_ lifetime vs. shutdown_receive() from other threads
+    int write_fd_ = -1;
+};
+
+// "read timeout after 60 s without data from the client" (shared by the transports).
+std::string read_timeout_text(std::chrono::steady_clock::duration timeout);
+// "write timeout after 60 s: the client is not reading".
+std::string write_timeout_text(std::chrono::steady_clock::duration timeout);
+
+// Reads from a Transport, one read at a time, each bounded by `timeout` without progress. Buffered,
+// so small header reads do not cost one syscall each.
 class SocketReader final : public wire::ByteReader {
 public:
-    SocketReader(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket& socket,
-                 std::chrono::steady_clock::duration timeout);
+    SocketReader(Transport& transport, std::chrono::steady_clock::duration timeout);
 
     // Throws wire::EndOfStream at EOF, ReadTimeout, or SocketError.
     void read_exact(void* dst, size_t n) override;
@@ -53,23 +111,18 @@ public:
     void discard_until_eof(std::chrono::steady_clock::duration max_wait, size_t max_bytes) noexcept;
 
 private:
-    // One read of at most n bytes; 0 at EOF. Throws ReadTimeout after `timeout` without data.
-    size_t read_some(void* dst, size_t n, std::chrono::steady_clock::duration timeout);
-
-    boost::asio::io_context& ioc_;
-    boost::asio::ip::tcp::socket& socket_;
-    boost::asio::steady_timer timer_;
+    Transport& transport_;
     std::chrono::steady_clock::duration timeout_;
     std::vector<uint8_t> buffer_;
     size_t begin_ = 0, end_ = 0;  // unread bytes are buffer_[begin_, end_)
     uint64_t bytes_read_ = 0;
 };
 
-// Writes whole messages to a dup() of the session's socket. Thread-safe: the session thread
-// (responses, errors, CLOSE) and the chain's last gadget thread (images) share it.
+// Writes whole messages to a Transport. Thread-safe: the session thread (responses, errors, CLOSE)
+// and the chain's last gadget thread (images) share it.
 class SocketWriter {
 public:
-    SocketWriter(int socket_fd, std::chrono::steady_clock::duration timeout);
+    SocketWriter(Transport& transport, std::chrono::steady_clock::duration timeout);
     ~SocketWriter();
     SocketWriter(const SocketWriter&) = delete;
     SocketWriter& operator=(const SocketWriter&) = delete;
@@ -86,7 +139,7 @@ public:
     void shutdown_send() noexcept;
     // Makes a blocked reader of the same socket see EOF (server shutdown). Safe from any thread.
     void shutdown_receive() noexcept;
-    // Closes this descriptor (the connection ends once the reader's socket is closed too).
+    // Closes the connection (the transport); later sends are dropped.
     void close() noexcept;
 
     bool failed() const { return failed_; }
@@ -96,11 +149,11 @@ public:
 private:
     void write_all(const uint8_t* p, size_t n);  // throws SocketError
 
+    Transport& transport_;
     const std::chrono::steady_clock::duration timeout_;
     mutable std::mutex write_mutex_;  // one message at a time on the wire
-    std::mutex fd_mutex_;             // fd_ lifetime vs. shutdown_receive() from other threads
-    int fd_ = -1;
     bool sealed_ = false;
+    bool closed_ = false;
     std::atomic<bool> failed_{false};
     std::string error_;
     std::atomic<uint64_t> bytes_written_{0};

@@ -5,6 +5,7 @@
 #  2. no file under SCAN_DIRS includes core/, gadgets/, cuda/, server/, proto/ headers, or climbs
 #     out of its folder with "../";
 #  3. the CLIENT binary needs (readelf -d, NEEDED) no CUDA, FFTW, BLAS/LAPACK, OpenMP or Protobuf library.
+#     (OpenSSL's libssl/libcrypto are allowed: the client's TLS, tools/client/tls_client.h.)
 # Usage: cmake -DCOMPILE_COMMANDS=... -DSOURCE_DIR=... -DBINARY_DIR=... -DCLIENT=... -DREADELF=...
 #              -DSCAN_DIRS=dir,dir -P check.cmake
 # Prints every violation and a summary line; fails when there is any.

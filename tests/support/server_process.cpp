@@ -113,7 +113,10 @@ std::string source_config_dir() { return std::string(LARMOR_SOURCE_DIR) + "/conf
 // ServerProcess
 
 ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
-    std::vector<std::string> argv = {server_binary(), "--address", "127.0.0.1", "--port", "0"};
+    std::vector<std::string> argv = {server_binary(), "--port", "0"};
+    bool has_address = false;
+    for (const auto& a : extra_args) has_address = has_address || a == "--address";
+    if (!has_address) argv.insert(argv.end(), {"--address", "127.0.0.1"});
     if (std::find(extra_args.begin(), extra_args.end(), "--config-dir") == extra_args.end())
         argv.insert(argv.end(), {"--config-dir", source_config_dir()});
     for (size_t i = 0; i + 1 < extra_args.size(); ++i)
@@ -245,7 +248,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::sec
 // ---------------------------------------------------------------------------------------------------
 // WireConnection
 
-WireConnection::WireConnection(uint16_t port, std::chrono::seconds io_timeout) {
+WireConnection::WireConnection(uint16_t port, std::chrono::seconds io_timeout, const std::string& source) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) throw std::runtime_error(errno_text("socket"));
     timeval tv{static_cast<time_t>(io_timeout.count()), 0};
@@ -253,6 +256,16 @@ WireConnection::WireConnection(uint16_t port, std::chrono::seconds io_timeout) {
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!source.empty()) {
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        if (::inet_pton(AF_INET, source.c_str(), &local.sin_addr) != 1 ||
+            ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+            const std::string err = errno_text(("bind to " + source).c_str());
+            ::close(fd_);
+            throw std::runtime_error(err);
+        }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);

@@ -20,9 +20,9 @@ std::string source_config_dir();  // LARMOR_SOURCE_DIR/config
 
 class ServerProcess {
 public:
-    // Starts larmor-server --address 127.0.0.1 --port 0 --config-dir <source>/config (unless extra_args name
-    // one) <extra_args>
-    // and waits (up to 30 s) for its "listening on ADDR:PORT" line. Throws with the server's log
+    // Starts larmor-server --address 127.0.0.1 --port 0 --config-dir <source>/config <extra_args>
+    // (without the --address or --config-dir when extra_args have one) and waits (up to 30 s) for its
+    // "listening on ADDR:PORT" line. Throws with the server's log
     // when it does not come up. Unless extra_args name a --dependency-dir, the server gets a fresh
     // one of its own (removed with the object), so no test sees another's noise dependencies.
     explicit ServerProcess(const std::vector<std::string>& extra_args = {});
@@ -67,10 +67,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::sec
 bool has_sanitizer_report(const std::string& output);
 
 // A blocking TCP connection to 127.0.0.1:port speaking the wire protocol. Every send and receive
-// gives up after `io_timeout` (throws std::runtime_error).
+// gives up after `io_timeout` (throws std::runtime_error). `source`, when given, is the local IPv4
+// address to connect from (any of 127.0.0.0/8 is this machine: tests of --allow).
 class WireConnection {
 public:
-    explicit WireConnection(uint16_t port, std::chrono::seconds io_timeout = std::chrono::seconds(60));
+    explicit WireConnection(uint16_t port, std::chrono::seconds io_timeout = std::chrono::seconds(60),
+                            const std::string& source = "");
     ~WireConnection();
     WireConnection(const WireConnection&) = delete;
     WireConnection& operator=(const WireConnection&) = delete;

@@ -29,8 +29,10 @@ struct Connection::Socket {
     tcp::socket socket{io};
 };
 
-Connection::Connection(const std::string& host, const std::string& port, std::chrono::seconds timeout)
+Connection::Connection(const std::string& host, const std::string& port, std::chrono::seconds timeout,
+                       const TlsOptions& tls)
     : socket_(std::make_unique<Socket>()), peer_(host + ":" + port), timeout_(timeout) {
+    if (tls.enabled) tls_ = std::make_unique<TlsClient>(host, peer_, tls);  // its files load before we connect
     // Asynchronous resolve + connect so the whole attempt obeys the timeout (a blocking connect to an
     // unreachable host waits for the kernel's retries, minutes).
     tcp::resolver resolver(socket_->io);
@@ -53,6 +55,13 @@ Connection::Connection(const std::string& host, const std::string& port, std::ch
     socket_->socket.non_blocking(true);
     fd_ = socket_->socket.native_handle();
     touch();
+    if (tls.enabled) {
+        tls_->attach(fd_);
+        // Bounded like every other wait: `timeout` without progress.
+        for (auto want = tls_->handshake(); want != TlsClient::Want::Nothing; want = tls_->handshake()) wait(want);
+        tls_description_ = tls_->description();
+        touch();
+    }
 }
 
 Connection::~Connection() = default;
@@ -75,6 +84,16 @@ void Connection::wait(Direction dir) {
 }
 
 size_t Connection::read_some(void* dst, size_t cap) {
+    while (tls_) {
+        TlsClient::Want want;
+        const size_t r = tls_->read(dst, cap, want);
+        if (r > 0) {
+            touch();
+            return r;
+        }
+        if (want == TlsClient::Want::Nothing) throw wire::EndOfStream("connection closed by " + peer_);
+        wait(want);
+    }
     for (;;) {
         ssize_t r = ::recv(fd_, dst, cap, 0);
         if (r > 0) {
@@ -97,6 +116,16 @@ void Connection::read_exact(void* dst, size_t n) {
 void Connection::send_all(const void* src, size_t n) {
     const auto* p = static_cast<const uint8_t*>(src);
     size_t sent = 0;
+    while (tls_ && sent < n) {
+        TlsClient::Want want;
+        const size_t r = tls_->write(p + sent, n - sent, want);
+        if (r > 0) {
+            sent += r;
+            touch();
+        } else {
+            wait(want);  // retried with the same bytes, as SSL_write requires
+        }
+    }
     while (sent < n) {
         // MSG_NOSIGNAL: a server that hangs up gives EPIPE here instead of killing the client.
         ssize_t r = ::send(fd_, p + sent, n - sent, MSG_NOSIGNAL);

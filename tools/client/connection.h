@@ -1,5 +1,6 @@
 #pragma once
-// TCP connection to the server, and ByteReader / ByteWriter over it for the wire codec.
+// TCP connection to the server (TLS over it with --tls), and ByteReader / ByteWriter over it for the
+// wire codec.
 //
 // Boost.Asio resolves and connects (with a deadline); after that the two directions are plain
 // non-blocking recv/send on the socket's descriptor with poll(), because the client reads on one
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tls_client.h"
 #include "wire/codec.h"
 
 namespace larmor::client {
@@ -28,8 +30,10 @@ public:
 
 class Connection {
 public:
-    // Connects or throws std::runtime_error naming host, port and reason.
-    Connection(const std::string& host, const std::string& port, std::chrono::seconds timeout);
+    // Connects (and completes the TLS handshake when tls.enabled) or throws std::runtime_error naming
+    // host, port and reason.
+    Connection(const std::string& host, const std::string& port, std::chrono::seconds timeout,
+               const TlsOptions& tls = {});
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
@@ -45,14 +49,19 @@ public:
     void shutdown();
 
     const std::string& peer() const { return peer_; }
+    // "TLSv1.3 TLS_AES_256_GCM_SHA384", or empty for plain TCP.
+    const std::string& tls_description() const { return tls_description_; }
 
 private:
     enum class Direction { In, Out };
     void wait(Direction dir);
+    void wait(TlsClient::Want want) { wait(want == TlsClient::Want::Write ? Direction::Out : Direction::In); }
     void touch();
 
     struct Socket;  // the asio objects, kept out of this header
     std::unique_ptr<Socket> socket_;
+    std::unique_ptr<TlsClient> tls_;  // null: plain TCP
+    std::string tls_description_;
     int fd_ = -1;
     std::string peer_;
     std::chrono::seconds timeout_;

@@ -39,11 +39,23 @@ std::optional<int> parse_options(int argc, char** argv, Options& opts) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 86400u * 7));
     app.add_flag("-q,--quiet", opts.quiet, "print only errors and server messages");
+    app.add_flag("--tls", opts.tls.enabled,
+                 "connect with TLS, verifying the server's certificate and that it names the -a host");
+    app.add_option("--tls-ca", opts.tls.ca, "PEM CA certificates to verify the server with (default: the system's); "
+                                            "implies --tls")
+        ->check(CLI::ExistingFile);
+    auto* cert = app.add_option("--tls-cert", opts.tls.cert,
+                                "PEM client certificate chain, for servers that require one (mutual TLS); implies --tls")
+                     ->check(CLI::ExistingFile);
+    app.add_option("--tls-key", opts.tls.key, "unencrypted PEM key of --tls-cert (default: in the --tls-cert file)")
+        ->check(CLI::ExistingFile)
+        ->needs(cert);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
+    if (!opts.tls.ca.empty() || !opts.tls.cert.empty()) opts.tls.enabled = true;
     if (!opts.query && opts.in_file.empty()) {
         std::cerr << "larmor-client: error: no input: give -f FILE (or -Q KEY to query the server)\n"
                   << "Run with --help for more information.\n";

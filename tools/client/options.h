@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "tls_client.h"
+
 namespace larmor::client {
 
 struct Options {
@@ -19,6 +21,7 @@ struct Options {
     std::string png_dir;                 // --png: also write every image as PNG here
     unsigned timeout_s = 600;            // -t: seconds without traffic before giving up
     bool quiet = false;                  // -q
+    TlsOptions tls;                      // --tls, --tls-ca, --tls-cert, --tls-key
 };
 
 // Parses argv. Returns the exit code to end with (help, usage error), or nothing to go on.

@@ -31,7 +31,9 @@ struct Outcome {
 Outcome converse(const Options& opts, const std::function<void(SocketWriter&, const std::atomic<bool>&)>& send) {
     Outcome out;
     Receiver receiver(opts);  // an unusable PNG directory fails here, before we connect
-    Connection conn(opts.address, opts.port, std::chrono::seconds(opts.timeout_s));
+    Connection conn(opts.address, opts.port, std::chrono::seconds(opts.timeout_s), opts.tls);
+    if (!conn.tls_description().empty() && !opts.quiet)
+        std::cerr << "larmor-client: " << conn.tls_description() << " with " << conn.peer() << "\n";
     const auto start = std::chrono::steady_clock::now();
 
     std::atomic<bool> server_done{false}, all_sent{false};
