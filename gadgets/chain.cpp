@@ -17,8 +17,9 @@ namespace {
 
 // The scan_counter of an acquisition (plain or with pending line operations); nothing for the rest.
 std::optional<uint32_t> acquisition_scan(const Message& m) {
-    if (const auto* a = std::get_if<Acquisition>(&m)) return a->head.scan_counter;
-    if (const auto* p = std::get_if<PendingAcquisition>(&m)) return p->acq.head.scan_counter;
+    // Copied out first: the ISMRMRD header is packed, and optional binds a reference to its argument.
+    if (const auto* a = std::get_if<Acquisition>(&m)) return uint32_t{a->head.scan_counter};
+    if (const auto* p = std::get_if<PendingAcquisition>(&m)) return uint32_t{p->acq.head.scan_counter};
     return std::nullopt;
 }
 constexpr const char* kAfterFailure = "dropped after a gadget failed (see the error)";

@@ -19,6 +19,7 @@
 #include <ismrmrd/ismrmrd.h>
 
 #include "core/backend.h"
+#include "tests/support/cartesian_header.h"
 #include "tests/support/server_process.h"
 #include "wire/codec.h"
 
@@ -29,17 +30,7 @@ using namespace std::chrono_literals;
 using test::ServerProcess;
 using test::WireConnection;
 
-const char* kHeader = R"(<?xml version="1.0"?>
-<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
- <acquisitionSystemInformation><receiverChannels>2</receiverChannels></acquisitionSystemInformation>
- <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
- <encoding>
-  <encodedSpace><matrixSize><x>32</x><y>16</y><z>1</z></matrixSize><fieldOfView_mm><x>200</x><y>100</y><z>5</z></fieldOfView_mm></encodedSpace>
-  <reconSpace><matrixSize><x>32</x><y>16</y><z>1</z></matrixSize><fieldOfView_mm><x>200</x><y>100</y><z>5</z></fieldOfView_mm></reconSpace>
-  <encodingLimits><kspace_encoding_step_1><minimum>0</minimum><maximum>15</maximum><center>8</center></kspace_encoding_step_1></encodingLimits>
-  <trajectory>cartesian</trajectory>
- </encoding>
-</ismrmrdHeader>)";
+const std::string kHeader = test::cartesian_header_xml();
 
 struct Result {
     std::string texts;

@@ -15,6 +15,7 @@
 
 #include <ismrmrd/ismrmrd.h>
 
+#include "tests/support/cartesian_header.h"
 #include "tests/support/server_process.h"
 #include "wire/codec.h"
 
@@ -32,23 +33,7 @@ const std::vector<std::string> kAsOnA24GiBHost = {"--backend", "cpu", "--memory-
                                                   "--session-memory-limit", "25%"};
 
 std::string header_xml(unsigned x, unsigned y, unsigned z, unsigned channels) {
-    const std::string m = "<matrixSize><x>" + std::to_string(x) + "</x><y>" + std::to_string(y) + "</y><z>" +
-                          std::to_string(z) + "</z></matrixSize>";
-    return R"(<?xml version="1.0"?>
-<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
- <acquisitionSystemInformation><receiverChannels>)" +
-           std::to_string(channels) + R"(</receiverChannels></acquisitionSystemInformation>
- <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
- <encoding>
-  <encodedSpace>)" + m + R"(<fieldOfView_mm><x>200</x><y>200</y><z>5</z></fieldOfView_mm></encodedSpace>
-  <reconSpace>)" + m + R"(<fieldOfView_mm><x>200</x><y>200</y><z>5</z></fieldOfView_mm></reconSpace>
-  <encodingLimits>
-   <kspace_encoding_step_1><minimum>0</minimum><maximum>)" +
-           std::to_string(y - 1) + "</maximum><center>" + std::to_string(y / 2) + R"(</center></kspace_encoding_step_1>
-  </encodingLimits>
-  <trajectory>cartesian</trajectory>
- </encoding>
-</ismrmrdHeader>)";
+    return test::cartesian_header_xml(x, y, z, channels);
 }
 
 wire::Acquisition readout(uint16_t samples, uint16_t channels, uint16_t line, bool last = false) {

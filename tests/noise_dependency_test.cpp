@@ -57,13 +57,7 @@ const ScanFile& phantom() {
     return scan;
 }
 
-wire::Acquisition to_wire(const ISMRMRD::Acquisition& a) {
-    wire::Acquisition w;
-    w.head = a.getHead();
-    w.traj.assign(a.getTrajPtr(), a.getTrajPtr() + a.getNumberOfTrajElements());
-    w.data.assign(a.getDataPtr(), a.getDataPtr() + a.getNumberOfDataElements());
-    return w;
-}
+using test::to_wire;
 
 // One whole session: config, header, acquisitions (each through `encode`, plain by default), CLOSE.
 std::vector<WireMessage> session(uint16_t port, const std::string& chain, const std::string& xml,

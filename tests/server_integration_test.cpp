@@ -23,6 +23,7 @@
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/meta.h>
 
+#include "tests/support/cartesian_header.h"
 #include "tests/support/server_process.h"
 
 namespace larmor {
@@ -43,21 +44,7 @@ constexpr uint16_t kLines = 16;
 
 const std::string kDataset = LARMOR_SHARED_DATA_DIR "/gadgetron-grappa-r3/meas_MID00349_FID09273_SNR_R3.h5";
 
-std::string header_xml() {
-    return R"(<?xml version="1.0"?>
-<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
- <acquisitionSystemInformation><receiverChannels>2</receiverChannels></acquisitionSystemInformation>
- <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
- <encoding>
-  <encodedSpace><matrixSize><x>32</x><y>16</y><z>1</z></matrixSize><fieldOfView_mm><x>200</x><y>100</y><z>5</z></fieldOfView_mm></encodedSpace>
-  <reconSpace><matrixSize><x>32</x><y>16</y><z>1</z></matrixSize><fieldOfView_mm><x>200</x><y>100</y><z>5</z></fieldOfView_mm></reconSpace>
-  <encodingLimits>
-   <kspace_encoding_step_1><minimum>0</minimum><maximum>15</maximum><center>8</center></kspace_encoding_step_1>
-  </encodingLimits>
-  <trajectory>cartesian</trajectory>
- </encoding>
-</ismrmrdHeader>)";
-}
+std::string header_xml() { return test::cartesian_header_xml(32, 16, 1, kChannels); }
 
 Acquisition make_acquisition(uint32_t scan, bool noise = false) {
     Acquisition a;

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/cartesian_header.h"
 #include "tests/support/ismrmrd_files.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_pki.h"
@@ -28,21 +29,7 @@ using test::TlsWireConnection;
 using test::WireConnection;
 using namespace std::chrono_literals;
 
-std::string header_xml() {
-    return R"(<?xml version="1.0"?>
-<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
- <acquisitionSystemInformation><receiverChannels>2</receiverChannels></acquisitionSystemInformation>
- <experimentalConditions><H1resonanceFrequency_Hz>63500000</H1resonanceFrequency_Hz></experimentalConditions>
- <encoding>
-  <encodedSpace><matrixSize><x>32</x><y>16</y><z>1</z></matrixSize><fieldOfView_mm><x>200</x><y>100</y><z>5</z></fieldOfView_mm></encodedSpace>
-  <reconSpace><matrixSize><x>32</x><y>16</y><z>1</z></matrixSize><fieldOfView_mm><x>200</x><y>100</y><z>5</z></fieldOfView_mm></reconSpace>
-  <encodingLimits>
-   <kspace_encoding_step_1><minimum>0</minimum><maximum>15</maximum><center>8</center></kspace_encoding_step_1>
-  </encodingLimits>
-  <trajectory>cartesian</trajectory>
- </encoding>
-</ismrmrdHeader>)";
-}
+std::string header_xml() { return test::cartesian_header_xml(); }
 
 wire::Acquisition acquisition(uint32_t scan) {
     wire::Acquisition a;

@@ -34,13 +34,7 @@ const std::string kDataset = LARMOR_SHARED_DATA_DIR "/gadgetron-grappa-r3/meas_M
 
 bool has_flag(const ISMRMRD::Acquisition& a, int flag) { return (a.getHead().flags >> (flag - 1)) & 1; }
 
-wire::Acquisition to_wire(const ISMRMRD::Acquisition& src) {
-    wire::Acquisition a;
-    a.head = src.getHead();
-    a.traj.assign(src.getTrajPtr(), src.getTrajPtr() + src.getNumberOfTrajElements());
-    a.data.assign(src.getDataPtr(), src.getDataPtr() + src.getNumberOfDataElements());
-    return a;
-}
+using test::to_wire;
 
 struct Reply {
     std::vector<std::string> texts;
@@ -173,7 +167,7 @@ TEST_F(SessionSummary, NonFiniteSamplesAreKeptOutAndCounted) {
             continue;
         a.data[broken.size() * 7] = broken.empty() ? std::complex<float>(std::nanf(""), 0.f)
                                                    : std::complex<float>(0.f, std::numeric_limits<float>::infinity());
-        broken.push_back(a.head.scan_counter);
+        broken.push_back(uint32_t{a.head.scan_counter});  // a copy: the header is packed
         if (broken.size() == 2) break;
     }
     const Reply r = session(server.port(), "cartesian", scan_.xml, acqs);

@@ -95,6 +95,14 @@ std::vector<std::string> image_names(const std::string& path, const std::string&
 }
 }  // namespace
 
+wire::Acquisition to_wire(const ISMRMRD::Acquisition& a) {
+    wire::Acquisition w;
+    w.head = a.getHead();
+    w.traj.assign(a.getTrajPtr(), a.getTrajPtr() + a.getNumberOfTrajElements());
+    w.data.assign(a.getDataPtr(), a.getDataPtr() + a.getNumberOfDataElements());
+    return w;
+}
+
 ScanFile noise_part(const ScanFile& scan) { return part(scan, true); }
 ScanFile imaging_part(const ScanFile& scan) { return part(scan, false); }
 

@@ -8,6 +8,8 @@
 
 #include <ismrmrd/ismrmrd.h>
 
+#include "wire/messages.h"
+
 namespace larmor::test {
 
 struct ScanFile {
@@ -24,6 +26,9 @@ void write_scan(const std::string& path, const ScanFile& scan);
 // The header with measurementInformation.measurementID = `id` and its measurementDependency list
 // replaced by one Noise dependency on `noise_dependency` (none when empty).
 std::string with_measurement(const std::string& xml, const std::string& id, const std::string& noise_dependency);
+
+// An acquisition read from a file as the wire carries it.
+wire::Acquisition to_wire(const ISMRMRD::Acquisition& a);
 
 // The noise scans (flag 19) of a scan, or everything else, under the same header.
 ScanFile noise_part(const ScanFile& scan);
