@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs Larmor's build and test dependencies from Debian 12 packages (root, apt).
 # The CUDA toolkit is not a Debian package: when /usr/local/cuda/bin/nvcc exists the build uses it.
+# clang-14 builds the fuzz targets only: libclang-rt-14-dev holds libFuzzer and the sanitizer runtimes
+# (libclang_rt.fuzzer*), libomp-14-dev clang's OpenMP.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -9,4 +11,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config python3 \
   libboost-dev libboost-system-dev libismrmrd-dev libprotobuf-dev protobuf-compiler \
   libgtest-dev libgmock-dev libbenchmark-dev libfftw3-dev libopenblas-dev liblapacke-dev \
-  libspdlog-dev libcli11-dev libhdf5-dev libpugixml-dev libpng-dev zlib1g-dev
+  libspdlog-dev libcli11-dev libhdf5-dev libpugixml-dev libpng-dev zlib1g-dev \
+  clang-14 libclang-rt-14-dev libomp-14-dev
