@@ -2,6 +2,8 @@
 # Installs Larmor's build and test dependencies from Debian 12 packages (root, apt).
 # The CUDA toolkit is not a Debian package: when /usr/local/cuda/bin/nvcc exists the build uses it.
 # libssl-dev: TLS of larmor-server and larmor-client; openssl: the TLS tests make their certificates with it.
+# clang-14 builds the fuzz targets only: libclang-rt-14-dev holds libFuzzer and the sanitizer runtimes
+# (libclang_rt.fuzzer*), libomp-14-dev clang's OpenMP.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -10,4 +12,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config python3 \
   libboost-dev libboost-system-dev libismrmrd-dev libprotobuf-dev protobuf-compiler \
   libgtest-dev libgmock-dev libbenchmark-dev libfftw3-dev libopenblas-dev liblapacke-dev \
-  libspdlog-dev libcli11-dev libhdf5-dev libpugixml-dev libpng-dev zlib1g-dev libssl-dev openssl
+  libspdlog-dev libcli11-dev libhdf5-dev libpugixml-dev libpng-dev zlib1g-dev libssl-dev openssl \
+  clang-14 libclang-rt-14-dev libomp-14-dev

@@ -16,7 +16,9 @@ ISMRMRD::IsmrmrdHeader parse_ismrmrd_header(const std::string& payload) {
     pugi::xml_document doc;
     const pugi::xml_parse_result parsed = doc.load_buffer(xml.data(), xml.size());
     if (!parsed) {
-        const size_t at = static_cast<size_t>(std::max<ptrdiff_t>(parsed.offset, 0));
+        // pugixml may report an offset past the end (found by fuzzing: an embedded NUL); clamp it, or
+        // substr below throws instead of naming the problem.
+        const size_t at = std::min(static_cast<size_t>(std::max<ptrdiff_t>(parsed.offset, 0)), xml.size());
         const size_t from = at > 20 ? at - 20 : 0;
         throw HeaderError("the ISMRMRD XML header (PARAMETER_SCRIPT) is not well-formed XML: " +
                           std::string(parsed.description()) + " at byte " + std::to_string(at) + " near '" +

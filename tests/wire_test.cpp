@@ -579,6 +579,18 @@ TEST(WireMalformed, AbsurdImageSizesAreRejectedBeforeAllocating) {
     EXPECT_LT(probe.largest(), size_t{64} << 10);
 }
 
+// An IMAGE within the limits that announces 1 GiB of pixels and then ends: the decoder allocates as the
+// bytes arrive (one 16 MiB read chunk at most), never the announced size (found by fuzzing).
+TEST(WireMalformed, TruncatedLargeImageAllocatesAtMostOneChunk) {
+    Image big = make_image(5, 1, 1, 1, 1, "");
+    big.head.matrix_size[0] = 16384;
+    big.head.matrix_size[1] = 16384;
+    AllocationProbe probe;
+    const std::string error = error_of<ProtocolError>(Bytes().u16(1022).raw(&big.head, 198).u64(0).u32(7).b);
+    EXPECT_NE(error.find("truncated IMAGE message: stream ended in pixel data"), std::string::npos) << error;
+    EXPECT_LE(probe.largest(), size_t{16} << 20);
+}
+
 TEST(WireMalformed, UnknownImageDataTypeIsRejected) {
     for (uint16_t type : {0, 9, 0xFFFF}) {
         Image im = make_image(5, 2, 2, 1, 1, "");

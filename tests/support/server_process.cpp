@@ -176,6 +176,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
 bool has_sanitizer_report(const std::string& output) {
     return output.find("ERROR: AddressSanitizer") != std::string::npos ||
            output.find("ERROR: LeakSanitizer") != std::string::npos ||
+           output.find("WARNING: ThreadSanitizer") != std::string::npos ||
            output.find(": runtime error: ") != std::string::npos;
 }
 

@@ -61,7 +61,7 @@ struct ProcessResult {
 // Runs argv[0] with argv, killing it after `timeout`. A sanitizer report in its output fails the test.
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::seconds timeout);
 
-// True when `output` holds an AddressSanitizer, LeakSanitizer or UBSan report. In the sanitizer build
+// True when `output` holds an AddressSanitizer, LeakSanitizer, ThreadSanitizer or UBSan report. In the sanitizer build
 // a child that hits one exits 1 (or carries on), which a test of an error path may expect anyway, so
 // the tests look for the report itself (run_process, ~ServerProcess).
 bool has_sanitizer_report(const std::string& output);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The hardening part of CI (issue 12), run by scripts/test.sh after the normal build and tests:
+#   soak  1,000 sessions against one server of the normal build (./build): VmRSS must stay flat
+#   fuzz  the clang-14 libFuzzer targets of tests/fuzz (./build-fuzz), each for LARMOR_FUZZ_SECONDS
+#   asan  the test suite built with ASan + UBSan (LARMOR_SANITIZE; gcc, CPU-only: ./build-asan)
+#   tsan  the test suite built with ThreadSanitizer (LARMOR_TSAN; gcc, CPU-only: ./build-tsan)
+# Each stage prints its wall time. LARMOR_HARDENING="soak fuzz asan tsan" picks stages (by hand).
+# CI has 90 minutes on 2 cores for everything; see README, "Tests", for the measured times.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS="$(nproc)"
+STAGES="${LARMOR_HARDENING:-soak fuzz asan tsan}"
+FUZZ_SECONDS="${LARMOR_FUZZ_SECONDS:-90}"
+# -O2 keeps the numerical tests fast enough under the sanitizers, -g1 gives line numbers in reports,
+# and without -DNDEBUG the asserts stay on.
+SAN_CMAKE=(-G Ninja -DLARMOR_ENABLE_CUDA=OFF -DLARMOR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1")
+
+# Skipped under TSan: GadgetronClient.HeadLargeCompressedUploads streams a 303 MB phantom through the
+# server three times; under TSan it took 373 s of the 550 s suite (limit 600 s) on the 2-core machine,
+# and its code paths (NHLBI decoding, the chain, the socket writer) run in the smaller
+# GadgetronClient.*CompressedUploads and server tests, which stay in.
+TSAN_SKIP='^GadgetronClient\.HeadLargeCompressedUploads$'
+
+stage_start=0
+begin() { stage_start=$SECONDS; echo "==== hardening: $1"; }
+end() { echo "==== hardening: $1 done in $((SECONDS - stage_start)) s"; }
+
+soak() {
+    begin soak
+    (cd build && ctest -L soak --timeout 900 -V)
+    end soak
+}
+
+fuzz() {
+    begin fuzz
+    cmake -S . -B build-fuzz -G Ninja -DLARMOR_FUZZ=ON -DLARMOR_ENABLE_CUDA=OFF -DLARMOR_BUILD_BENCH=OFF \
+          -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+          -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null
+    local targets=(wire_session ismrmrd_header chain_config gadgetron_xml)
+    cmake --build build-fuzz -j "$JOBS" --target "${targets[@]/#/fuzz_}"
+    for t in "${targets[@]}"; do
+        # A scratch corpus grown from the committed seeds (never written back: CI is a clean clone); the
+        # chain targets also start from the shipped chains. A finding leaves crash-/leak-/oom-/timeout-
+        # files in build-fuzz/artifacts: fix it and add the file to tests/corpus/<target>/.
+        local work="build-fuzz/corpus/$t" log="build-fuzz/fuzz-$t.log" status=0 seeds=("tests/fuzz/corpus/$t")
+        case $t in chain_config | gadgetron_xml) seeds+=(config) ;; esac
+        rm -rf "$work" && mkdir -p "$work" build-fuzz/artifacts
+        # -malloc_limit_mb: no input may make us allocate 512 MiB at once (tests/fuzz/replay_main.cpp has
+        # the same cap); -timeout: 10 s for one input is a hang.
+        "build-fuzz/tests/fuzz/fuzz_$t" "$work" "${seeds[@]}" -max_total_time="$FUZZ_SECONDS" -max_len=65536 \
+            -malloc_limit_mb=512 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+            -artifact_prefix="build-fuzz/artifacts/$t-" >"$log" 2>&1 || status=$?
+        echo "fuzz_$t: $(grep -m1 'INFO: seed corpus' "$log" || true)"
+        echo "fuzz_$t: $(grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' \
+            "$log" | tr '\n' ' ' || true)"
+        if [ "$status" -ne 0 ]; then
+            tail -n 80 "$log"
+            echo "fuzz_$t found a bug (exit $status): see build-fuzz/artifacts/ and $log"
+            exit 1
+        fi
+    done
+    end fuzz
+}
+
+asan() {
+    begin asan
+    cmake -S . -B build-asan "${SAN_CMAKE[@]}" -DLARMOR_SANITIZE=ON >/dev/null
+    cmake --build build-asan -j "$JOBS"
+    # halt_on_error: UBSan reports fail the test that triggers them. The soak has its own stage.
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        ctest --output-on-failure -j "$JOBS" --timeout 1500 -LE soak)
+    end asan
+}
+
+tsan() {
+    begin tsan
+    cmake -S . -B build-tsan "${SAN_CMAKE[@]}" -DLARMOR_TSAN=ON >/dev/null
+    cmake --build build-tsan -j "$JOBS"
+    # OPENBLAS_NUM_THREADS=1: OpenBLAS's own worker threads spin on flags TSan cannot see (it is not
+    # instrumented), so LAPACK calls would show as races; one thread keeps them off the report. GCC's
+    # OpenMP has the same problem and is handled in tests/tsan.supp (the CPU backend sets its own
+    # thread counts, so OMP_NUM_THREADS cannot turn it off).
+    local supp="$PWD/tests/tsan.supp"
+    (cd build-tsan && OPENBLAS_NUM_THREADS=1 \
+        TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$supp" \
+        ctest --output-on-failure -j "$JOBS" --timeout 1500 -LE soak -E "$TSAN_SKIP")
+    end tsan
+}
+
+total_start=$SECONDS
+for s in $STAGES; do "$s"; done
+echo "==== hardening: all stages ($STAGES) passed in $((SECONDS - total_start)) s"
