@@ -25,7 +25,14 @@ L=$PFX/usr/lib/x86_64-linux-gnu
 
 # 1. Unpack the carried packages into a private prefix (never into /), and point their
 #    pkg-config files at it.
-for deb in "$ROOT"/.carry/debs/*.deb; do dpkg -x "$deb" "$PFX"; done
+for deb in "$ROOT"/.carry/debs/*.deb; do
+  case $(basename "$deb") in  # OpenSSL only where the machine lacks it: never two libcrypto in one process
+    libssl-dev_* | libssl3_*) [ -f /usr/include/openssl/ssl.h ] && continue ;;
+    openssl_*) command -v openssl > /dev/null && continue ;;
+  esac
+  dpkg -x "$deb" "$PFX"
+done
+[ -x "$PFX/usr/bin/openssl" ] && export PATH=$PATH:$PFX/usr/bin
 find "$PFX" -name '*.pc' -exec sed -i "s#=/usr#=$PFX/usr#g; s#-I/usr#-I$PFX/usr#g; s#-L/usr#-L$PFX/usr#g" {} +
 # Debian's ISMRMRD CMake targets name absolute Debian library paths (curl, crypto, szip) that the
 # ISMRMRD library does not need for what Larmor uses; keep HDF5 and pugixml only.

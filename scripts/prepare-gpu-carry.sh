@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .carry/debs .carry/data
 (cd .carry/debs && apt-get download libismrmrd1.8 libismrmrd-dev libpugixml1v5 libpugixml-dev)
+# OpenSSL (TLS of server and client, and the CLI the TLS tests make certificates with): used there
+# only when that machine has none of its own (gpu-check.sh).
+(cd .carry/debs && apt-get download libssl-dev libssl3 openssl)
 if [ -d ../shared/data/gadgetron-grappa-r3 ]; then
   cp -r ../shared/data/gadgetron-grappa-r3 .carry/data/
 fi
