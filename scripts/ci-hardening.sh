@@ -18,20 +18,25 @@ STAGES="${LARMOR_HARDENING:-soak fuzz asan}"
 FUZZ_SECONDS="${LARMOR_FUZZ_SECONDS:-90}"
 # -O2 keeps the numerical tests fast enough under the sanitizers, -g1 gives line numbers in reports,
 # and without -DNDEBUG the asserts stay on.
+# LARMOR_CMAKE_ARGS: more configure arguments (gpu-check.sh points CMake at its carried packages).
 SAN_CMAKE=(-G Ninja -DLARMOR_ENABLE_CUDA=OFF -DLARMOR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1")
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1" ${LARMOR_CMAKE_ARGS:-})
 
 # TSan checks Larmor's own threads: sessions, gadget stages and their queues, the socket writer, the
 # device pool. It builds and runs the suites that start them (below); the numerical suites (core_*,
 # phantom, sense_recon, cg_sense_chain, wire, nhlbi) run single-threaded code or OpenMP loops whose
 # races TSan cannot judge (tests/tsan.supp), so they run under ASan/UBSan only, which halves this stage.
 TSAN_TESTS=(server_integration_test server_load_test client_test chain_test typed_gadget_test recon_gadgets_test
-            noise_dependency_test gadgetron_client_test device_pool_test)
+            noise_dependency_test gadgetron_client_test device_pool_test memory_budget_test memory_admission_test
+            session_summary_test fault_injection_test server_security_test)
 # Skipped under TSan as well: GadgetronClient.HeadLargeCompressedUploads streams a 303 MB phantom through
 # the server three times; under TSan it took 373 s (limit 600 s) on the 2-core machine, and its code
 # paths (NHLBI decoding, the chain, the socket writer) run in the smaller GadgetronClient.*CompressedUploads
 # and server tests, which stay in. Tests of executables not built here show as <name>_NOT_BUILT.
-TSAN_SKIP='^GadgetronClient\.HeadLargeCompressedUploads$|_NOT_BUILT$|^Fuzz|^Layering'
+# The 32-client load test is skipped too: under TSan its sessions take ~100 s each and the clients'
+# receive timeouts fire (seen on 16 cores); the same session, chain and writer code runs under TSan in
+# the server integration tests.
+TSAN_SKIP='^GadgetronClient\.HeadLargeCompressedUploads$|^ServerLoad\.|_NOT_BUILT$|^Fuzz|^Layering'
 
 stage_start=0
 begin() { stage_start=$SECONDS; echo "==== hardening: $1"; }

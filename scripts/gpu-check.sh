@@ -56,14 +56,14 @@ status=0
 # 3. Tests: everything, so the GPU tests run for real next to the CPU ones. Four tests at a time,
 #    each with four OpenMP threads that sleep when idle: 16 spinning threads per CPU test on 16
 #    cores, four tests at once, made the CPU tests crawl (seen 2026-11-24).
-if [ "$MODE" != bench ] && [ "$MODE" != sanitize ]; then
+if [ "$MODE" != bench ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then
   (cd "$BUILD" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} \
      ctest --output-on-failure -j4 --timeout 600 ${CTEST_ARGS:-}) > "$FINAL/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout|Not Run" "$FINAL/ctest.log" | tail -25
 fi
 
 # 4. Benchmarks, JSON per executable, then one table.
-if [ "$MODE" != tests ] && [ "$MODE" != sanitize ]; then  # bench, ab, all
+if [ "$MODE" != tests ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then  # bench, ab, all
   for exe in "$BUILD"/bench/*_bench; do
     name=$(basename "$exe")
     "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
@@ -91,6 +91,12 @@ if [ "$MODE" = ab ] && [ -d "$ROOT/.carry/previous" ]; then
   done
   echo; echo "Side by side, previous = $(cat "$ROOT/.carry/previous/COMMIT" 2>/dev/null || echo '?'):"
   python3 "$ROOT/scripts/bench_table.py" --ab "$OUT"/ab_current_*.json -- "$OUT"/ab_previous_*.json | tee "$OUT/ab.md"
+fi
+# 5b. The ThreadSanitizer stage of scripts/ci-hardening.sh, on this machine's 16 quiet cores.
+if [ "$MODE" = tsan ]; then
+  LARMOR_HARDENING=tsan LARMOR_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$PFX/usr;$L/cmake -DCMAKE_LIBRARY_PATH=$L" \
+    bash "$ROOT/scripts/ci-hardening.sh" > "$FINAL/tsan.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout|ThreadSanitizer|hardening:" "$FINAL/tsan.log" | head -40
 fi
 # 6. compute-sanitizer over the CUDA cases of the test executables that launch kernels: memcheck
 #    (out-of-bounds and misaligned accesses, leaks of device memory, API errors) on all of them,
