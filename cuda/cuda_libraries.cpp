@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -44,14 +45,17 @@ void bind(void* lib, const char* soname, const char* name, F& out) {
     out = reinterpret_cast<F>(sym);
 }
 
-// Loads once; a failed attempt leaves nothing behind, so a later call tries again.
+// Loads once; a failed attempt leaves nothing behind, so a later call tries again. Every cuFFT call
+// of every session comes through here: once loaded, an acquire load is all it costs, no lock that
+// concurrent sessions would contend on.
 template <class Table, class Fill>
 const Table& load_once(const char* soname, Fill fill) {
     static std::mutex m;
     static Table table{};
-    static bool loaded = false;
+    static std::atomic<bool> loaded{false};
+    if (loaded.load(std::memory_order_acquire)) return table;
     std::lock_guard<std::mutex> lock(m);
-    if (!loaded) {
+    if (!loaded.load(std::memory_order_relaxed)) {
         void* lib = open_library(soname);
         Table t{};
         try {
@@ -61,7 +65,7 @@ const Table& load_once(const char* soname, Fill fill) {
             throw;
         }
         table = t;
-        loaded = true;  // the handle stays open: plans and programs live until exit
+        loaded.store(true, std::memory_order_release);  // the handle stays open: plans live until exit
     }
     return table;
 }
