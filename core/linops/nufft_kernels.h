@@ -1,0 +1,58 @@
+#pragma once
+// The NUFFT's convolution kernels (core/linops/nufft.h): binning the non-uniform points, spreading
+// them onto the oversampled grid (the adjoint, "gridding") and interpolating the grid at them (the
+// forward). One CPU definition (core/linops/nufft_cpu.cpp: threaded, tiled) and one CUDA definition
+// (cuda/nufft_*.cu: points sorted into tiles and accumulated in shared memory, interpolation by
+// gather; a build without nvcc has core/linops/nufft_cuda_stub.cpp, which throws).
+//
+// The kernel is the "exponential of semicircle" of Barnett, Magland & af Klinteberg (SIAM J. Sci.
+// Comput. 41:C479, 2019): phi(z) = exp(beta (sqrt(1 - z^2) - 1)) for |z| <= 1, else 0, with
+// z = 2 (g - u) / width for grid point g and point coordinate u (both in grid units). Everything above
+// these functions (choosing width and beta from the tolerance, deapodisation, zero-padding, the FFT,
+// scaling) is the operator's, so the two devices only differ here.
+#include <memory>
+
+#include "core/backend.h"
+
+namespace larmor {
+
+struct NufftGrid {
+    int dims = 2;                    // 1, 2 or 3
+    long long n[3] = {1, 1, 1};      // oversampled grid per axis, axis 0 fastest; 1 for unused axes
+    long long batch = 1;             // transforms that share the points (coils)
+    long long points = 0;            // M
+    int width = 0;                   // kernel support in grid points, 2..16
+    float beta = 0.f;                // shape parameter of phi
+
+    long long grid_size() const { return n[0] * n[1] * n[2]; }
+};
+
+// The points of a plan as one device keeps them (sorted, binned); made by nufft_bin_points and reused
+// by every spread and interpolation until the points change ("set points" of a FINUFFT plan).
+class NufftPointSet {
+public:
+    virtual ~NufftPointSet() = default;
+    virtual Device device() const = 0;
+};
+
+// Arguments shared by both devices:
+//  u       RArray [dims, M] (coordinate fastest, the ISMRMRD trajectory layout), each coordinate in
+//          grid units, already wrapped into [0, n_a); on the backend's device (host for the CPU).
+//  samples CArray [M, batch]: sample m of transform b at m + b M.
+//  grid    CArray [n0, n1, n2, batch] (rank = dims + 1): periodic; point u covers grid points g with
+//          |g - u| < width / 2 per axis (wrapping around the edges).
+// spread overwrites grid with sum_m phi(g - u_m) samples[m]; interp overwrites samples with
+// sum_g phi(g - u_m) grid[g]. So interp is exactly the adjoint of spread.
+namespace cpu {
+std::unique_ptr<NufftPointSet> nufft_bin_points(const NufftGrid& g, const RArray& u);
+void nufft_spread(const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid);
+void nufft_interp(const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples);
+}  // namespace cpu
+
+namespace cuda {
+std::unique_ptr<NufftPointSet> nufft_bin_points(Backend& be, const NufftGrid& g, const RArray& u);
+void nufft_spread(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid);
+void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples);
+}  // namespace cuda
+
+}  // namespace larmor
