@@ -9,6 +9,7 @@ struct KindName {
     const char* operator()(const PendingAcquisition&) const { return "pending acquisition"; }
     const char* operator()(const Waveform&) const { return "waveform"; }
     const char* operator()(const ReconBuffer&) const { return "recon buffer"; }
+    const char* operator()(const TrajectoryBuffer&) const { return "trajectory buffer"; }
     const char* operator()(const ImageArray&) const { return "image array"; }
     const char* operator()(const Image&) const { return "image"; }
     const char* operator()(const Text&) const { return "text"; }

@@ -82,6 +82,23 @@ struct ReconBuffer {
     std::string calibration_mode;
 };
 
+// What the readout accumulator (accumulate_readouts) hands a non-Cartesian reconstruction: readouts
+// kept in the order they came, each with its k-space trajectory, for one trigger (slice, repetition,
+// ...) or one frame of a real-time sliding window.
+struct TrajectoryBuffer {
+    CArray data;    // [samples, readouts, coils] on the session backend
+    RArray coords;  // [dims, samples, readouts] on the host, cycles per FOV of the image (core's units)
+    Shape image;    // the image grid the coordinates refer to: [X, Y] or [X, Y, Z]
+    EncodingGeometry geometry;
+    // Header of the newest readout: geometry, indices and time stamps for the image (a real-time
+    // frame's latency is measured from its newest readout).
+    ISMRMRD::ISMRMRD_AcquisitionHeader reference{};
+    // The header's trajectory type ("radial", "goldenangle", "spiral", "other", ...).
+    std::string trajectory;
+    // Real-time frames: this frame's index in the session (0, 1, ...).
+    uint32_t frame = 0;
+};
+
 // Complex image data on the session backend, with the header the finished image will carry.
 struct ImageArray {
     CArray data;  // [X, Y, Z, CH]
@@ -90,7 +107,8 @@ struct ImageArray {
     ISMRMRD::MetaContainer meta;
 };
 
-using Message = std::variant<Acquisition, PendingAcquisition, Waveform, ReconBuffer, ImageArray, Image, Text>;
+using Message =
+    std::variant<Acquisition, PendingAcquisition, Waveform, ReconBuffer, TrajectoryBuffer, ImageArray, Image, Text>;
 
 // "acquisition", "pending acquisition", ... for logs and errors.
 const char* message_kind(const Message& m);

@@ -13,7 +13,8 @@ OUT=/tmp/larmor-work   # everything lands here; $FINAL gets a few files (the dev
 PFX=/tmp/larmor-pfx
 # In the repository (git-ignored), so a second call on the same warm machine reuses the build.
 BUILD=${BUILD:-$ROOT/build-gpu}
-# all | tests | bench | ab (tests, bench, then the previous version's chain benchmarks) | sanitize
+# all | tests | bench | nufft (the NUFFT/FBP benchmarks and cuFINUFFT beside them) | ab (tests, bench,
+# then the previous version's chain benchmarks) | sanitize
 # (compute-sanitizer memcheck and racecheck over the CUDA tests, nothing else)
 MODE=${1:-all}
 # GPU benchmarks only by default: the CPU ones take minutes there and are measured on the CI-class
@@ -56,14 +57,15 @@ status=0
 # 3. Tests: everything, so the GPU tests run for real next to the CPU ones. Four tests at a time,
 #    each with four OpenMP threads that sleep when idle: 16 spinning threads per CPU test on 16
 #    cores, four tests at once, made the CPU tests crawl (seen 2026-11-24).
-if [ "$MODE" != bench ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then
+if [ "$MODE" != bench ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ] && [ "$MODE" != nufft ]; then
   (cd "$BUILD" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} \
      ctest --output-on-failure -j4 --timeout 600 ${CTEST_ARGS:-}) > "$FINAL/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout|Not Run" "$FINAL/ctest.log" | tail -25
 fi
 
 # 4. Benchmarks, JSON per executable, then one table.
-if [ "$MODE" != tests ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then  # bench, ab, all
+if [ "$MODE" != tests ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then  # bench, ab, all, nufft
+  [ "$MODE" = nufft ] && BENCH_FILTER=${NUFFT_FILTER:-Nufft|NUFFT|Fbp|FBP|Stolt}
   for exe in "$BUILD"/bench/*_bench; do
     name=$(basename "$exe")
     "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
@@ -72,6 +74,28 @@ if [ "$MODE" != tests ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then 
   done
   python3 "$ROOT/scripts/bench_table.py" "$OUT"/*_bench.json | tee "$FINAL/table.md"
   cp "$OUT"/cg_sense_bench.json "$FINAL"/ 2>/dev/null
+fi
+# 4b. The peer GPU NUFFT, cuFINUFFT's cuperftest (scripts/build-cufinufft.sh puts it in .carry/peers), in
+#     the same call as Larmor's NUFFT benchmarks above: the same sizes, tolerances and batch (uniform
+#     random points, as cuperftest draws them; Larmor's radial cases crowd the centre instead). Methods
+#     1 and 2 (GM-sort, SM) both run; the table keeps each one's execute time per call.
+CUPERF=$ROOT/.carry/peers/cuperftest
+if [ -x "$CUPERF" ] && { [ "$MODE" = all ] || [ "$MODE" = bench ] || [ "$MODE" = nufft ]; }; then
+  : > "$OUT/cufinufft.txt"
+  # name N1 N2 N3 M ntransf
+  while read -r name n1 n2 n3 m nt; do
+    for type in 1 2; do for tol in 1e-3 1e-5; do for method in 1 2; do
+      echo "== $name type $type tol $tol method $method" >> "$OUT/cufinufft.txt"
+      timeout 120 "$CUPERF" --prec f --type $type --N1 $n1 --N2 $n2 --N3 $n3 --M $m --ntransf $nt --tol $tol \
+        --method $method --n_runs 10 >> "$OUT/cufinufft.txt" 2>&1 || echo "(exit $?)" >> "$OUT/cufinufft.txt"
+    done; done; done
+  done <<'CASES'
+schiwietz 256 256 1 258048 3
+golden32 256 256 1 205824 32
+3d 128 128 128 2097152 8
+CASES
+  cp "$OUT/cufinufft.txt" "$FINAL"/
+  python3 "$ROOT/scripts/cufinufft_table.py" "$OUT/cufinufft.txt" | tee "$FINAL/cufinufft.md"
 fi
 # 5. Side by side with the previous version (.carry/previous, from prepare-gpu-carry.sh <commit>):
 #    its build, then the chain benchmarks of both, alternated, on this machine in this call.

@@ -1,0 +1,350 @@
+// AccumulateReadouts: the non-Cartesian counterpart of AccumulateTrigger. Radial, spiral and 3D radial
+// readouts have no place on a Cartesian grid; they are kept in the order they come, each with its
+// trajectory converted to core's units (cycles per FOV of the reconstruction matrix), and handed on as a
+// TrajectoryBuffer per trigger (slice, repetition, ... as AccumulateTrigger) or, in real-time mode, as
+// a frame of the last `window` readouts every `stride` readouts (a sliding window: each frame shares
+// window - stride readouts with the one before, so the frame rate is set by the stride and the temporal
+// footprint by the window).
+//
+// Trajectories are checked where they enter (design.md, "Conventions"): dimensions 2 or 3, finite,
+// inside the k-space extent of the matrix; a readout that fails is refused with its scan counter and
+// the offending value, never gridded somewhere else.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "gadgets/chain_config.h"
+#include "gadgets/encoding.h"
+#include "gadgets/factories.h"
+#include "gadgets/line_ops.h"
+#include "gadgets/typed_gadget.h"
+
+namespace larmor {
+namespace {
+
+constexpr size_t kMaxChannels = 1024;
+// A coordinate may exceed N/2 by this fraction of an axis (rounding in the scanner's or a client's
+// trajectory computation) and is then clamped; beyond it the readout is refused.
+constexpr double kRangeSlack = 1e-3;
+
+const char* trajectory_name(ISMRMRD::TrajectoryType t) {
+    using T = ISMRMRD::TrajectoryType;
+    switch (t) {
+        case T::CARTESIAN: return "cartesian";
+        case T::EPI: return "epi";
+        case T::RADIAL: return "radial";
+        case T::GOLDENANGLE: return "goldenangle";
+        case T::SPIRAL: return "spiral";
+        case T::OTHER: break;
+    }
+    return "other";
+}
+
+std::string scan(const Acquisition& a) { return " (acquisition scan_counter " + std::to_string(a.head.scan_counter) + ")"; }
+
+struct Key {
+    uint16_t encoding, slice, contrast, phase, repetition, set;
+    bool operator==(const Key& o) const {
+        return encoding == o.encoding && slice == o.slice && contrast == o.contrast && phase == o.phase &&
+               repetition == o.repetition && set == o.set;
+    }
+};
+
+std::optional<uint16_t> counter(const ISMRMRD::ISMRMRD_EncodingCounters& idx, config::TriggerDimension d) {
+    switch (d) {
+        case config::TRIGGER_SLICE: return idx.slice;
+        case config::TRIGGER_CONTRAST: return idx.contrast;
+        case config::TRIGGER_PHASE: return idx.phase;
+        case config::TRIGGER_REPETITION: return idx.repetition;
+        case config::TRIGGER_SET: return idx.set;
+        case config::TRIGGER_AVERAGE: return idx.average;
+        default: return std::nullopt;
+    }
+}
+
+// One readout as kept: samples [samples, coils] (the buffer's layout per readout) and its coordinates.
+struct Readout {
+    std::vector<cfloat> samples;  // s + c * S, as ISMRMRD stores them
+    std::vector<float> coords;    // [dims, S], cycles per FOV
+    ISMRMRD::ISMRMRD_AcquisitionHeader head{};
+};
+
+// The image grid a trajectory of `traj_dims` refers to, and how a partition index adds kz.
+struct Grid {
+    Shape image;
+    int dims = 2;          // coordinates per sample in the buffer (2, or 3 for 3D and stack of stars)
+    bool stack = false;    // 2D trajectory, partitions along z (stack of stars)
+};
+
+class AccumulateReadoutsGadget final : public TypedGadget<Acquisition, PendingAcquisition> {
+public:
+    explicit AccumulateReadoutsGadget(const config::AccumulateReadouts& cfg) : cfg_(cfg) {
+        if (cfg.window() < 0 || cfg.window() > 65536)
+            throw ConfigError("AccumulateReadouts: window " + std::to_string(cfg.window()) + " is outside 0..65536");
+        if (cfg.stride() < 0 || cfg.stride() > std::max(cfg.window(), 1))
+            throw ConfigError("AccumulateReadouts: stride " + std::to_string(cfg.stride()) + " is outside 0..window (" +
+                              std::to_string(cfg.window()) + ")");
+        if (cfg.window() == 0 && cfg.stride() != 0)
+            throw ConfigError("AccumulateReadouts: stride " + std::to_string(cfg.stride()) +
+                              " without a window (set window for real-time frames)");
+        window_ = static_cast<size_t>(cfg.window());
+        stride_ = cfg.stride() == 0 ? window_ : static_cast<size_t>(cfg.stride());
+    }
+
+    bool uses_trajectories() const override { return true; }
+
+    // The readouts of one buffer, as declared: the encoded matrix's worth of samples per channel, twice
+    // (host copy while filling, backend copy when handed on).
+    uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override { return declared_kspace_bytes(h, 2); }
+
+    void start(const SessionContext& ctx) override {
+        header_ = ctx.header;
+        backend_ = ctx.backend;
+        session_ = ctx.session_id;
+        ledger_ = ctx.ledger;
+        if (!backend_) throw std::runtime_error("AccumulateReadouts: the session has no backend");
+        geometry_ = encoding_geometry(header_, 0);
+        trajectory_ = trajectory_name(header_.encoding.at(0).trajectory);
+    }
+
+    void process(Acquisition& a, Emitter& out) override { accumulate(a, out); }
+
+    void process(PendingAcquisition& p, Emitter& out) override {
+        // Readout oversampling removal crops the image-domain FOV of each readout, which for a radial or
+        // spiral readout would also have to resample its trajectory: refuse it rather than mismatch.
+        if (p.ops.remove_ro_oversampling)
+            throw std::runtime_error("AccumulateReadouts: remove_ro_oversampling before a non-Cartesian accumulator "
+                                     "would change the readout's sampling but not its trajectory; remove it from "
+                                     "the chain (the gridding grid handles oversampled readouts)" + scan(p.acq));
+        Acquisition a = materialize(std::move(p));
+        accumulate(a, out);
+    }
+
+    void finish(Emitter& out) override {
+        if (window_ > 0) return;  // real-time frames were emitted as the readouts came
+        emit_all(out);
+    }
+
+private:
+    void accumulate(const Acquisition& a, Emitter& out) {
+        if (a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+            ledger_->discarded("noise scans (no noise_adjust before the accumulator)", a);
+            return;
+        }
+        if (a.flag(ISMRMRD::ISMRMRD_ACQ_IS_NAVIGATION_DATA) || a.flag(ISMRMRD::ISMRMRD_ACQ_IS_PHASECORR_DATA) ||
+            a.flag(ISMRMRD::ISMRMRD_ACQ_IS_DUMMYSCAN_DATA)) {
+            ledger_->discarded("navigator, phase correction and dummy readouts (not reconstructed)", a);
+            return;
+        }
+        if (window_ > 0) {
+            add_realtime(a, out);
+            return;
+        }
+        const auto dim = cfg_.trigger();
+        if (auto v = counter(a.head.idx, dim)) {
+            if (last_counter_ && *last_counter_ != *v) emit_all(out);
+            last_counter_ = v;
+        }
+        slot_for(key_of(a)).push_back(readout_of(a));
+        ledger_->used("imaging");
+        if (dim == config::TRIGGER_AUTO) {
+            if (a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION) || a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT))
+                emit_all(out);
+            else if (a.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE))
+                emit_key(key_of(a), out);
+        }
+    }
+
+    void add_realtime(const Acquisition& a, Emitter& out) {
+        ring_.push_back(readout_of(a));
+        ledger_->used("imaging");
+        if (ring_.size() > window_) ring_.pop_front();
+        ++since_frame_;
+        if (ring_.size() == window_ && (frames_ == 0 || since_frame_ >= stride_)) {
+            since_frame_ = 0;
+            TrajectoryBuffer tb = assemble(ring_.begin(), ring_.end());
+            tb.frame = frames_++;
+            out.emit(std::move(tb));
+        }
+    }
+
+    static Key key_of(const Acquisition& a) {
+        const auto& i = a.head.idx;
+        return {a.head.encoding_space_ref, i.slice, i.contrast, i.phase, i.repetition, i.set};
+    }
+
+    const Grid& grid_for(const Acquisition& a) {
+        if (grid_) {
+            if (a.head.trajectory_dimensions != traj_dims_)
+                throw std::runtime_error("AccumulateReadouts: trajectory_dimensions " +
+                                         std::to_string(a.head.trajectory_dimensions) + ", earlier readouts had " +
+                                         std::to_string(traj_dims_) + scan(a));
+            return *grid_;
+        }
+        const int td = a.head.trajectory_dimensions;
+        if (td != 2 && td != 3)
+            throw std::runtime_error("AccumulateReadouts: trajectory_dimensions " + std::to_string(td) +
+                                     " (2 or 3 supported; a non-Cartesian chain needs each readout's trajectory)" +
+                                     scan(a));
+        if (a.head.encoding_space_ref != 0)
+            throw std::runtime_error("AccumulateReadouts: encoding_space_ref " +
+                                     std::to_string(a.head.encoding_space_ref) + " (one encoding space supported)" +
+                                     scan(a));
+        const auto& m = geometry_.recon_matrix;
+        Grid g;
+        const size_t partitions = geometry_.encoded_matrix[2];
+        if (td == 3) {
+            g.image = Shape{m[0], m[1], std::max<size_t>(m[2], 1)};
+            g.dims = 3;
+        } else if (partitions > 1) {
+            g.image = Shape{m[0], m[1], partitions};
+            g.dims = 3;
+            g.stack = true;
+        } else {
+            g.image = Shape{m[0], m[1]};
+        }
+        traj_dims_ = static_cast<uint16_t>(td);
+        grid_ = g;
+        spdlog::info("[{}] AccumulateReadouts: {} trajectory, {}D coordinates{}, image {}", session_, trajectory_, td,
+                     g.stack ? " (stack of stars)" : "", g.image.str());
+        return *grid_;
+    }
+
+    Readout readout_of(const Acquisition& a) {
+        const Grid& g = grid_for(a);
+        const size_t ns = a.head.number_of_samples, ch = a.head.active_channels;
+        if (ch == 0 || ch > kMaxChannels)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " active channels (1.." +
+                                     std::to_string(kMaxChannels) + " supported)" + scan(a));
+        if (ns == 0 || a.data.size() != ch * ns)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.data.size()) + " values of data for " +
+                                     std::to_string(ch) + " channels x " + std::to_string(ns) + " samples" + scan(a));
+        if (a.traj.size() != ns * traj_dims_)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.traj.size()) +
+                                     " trajectory values for " + std::to_string(ns) + " samples x " +
+                                     std::to_string(traj_dims_) + " dimensions" + scan(a));
+        if (samples_ && ns != *samples_)
+            throw std::runtime_error("AccumulateReadouts: readout of " + std::to_string(ns) +
+                                     " samples; earlier readouts had " + std::to_string(*samples_) + scan(a));
+        if (channels_ && ch != *channels_)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " channels; earlier readouts had " +
+                                     std::to_string(*channels_) + scan(a));
+        samples_ = ns;
+        channels_ = ch;
+
+        Readout r;
+        r.head = a.head;
+        r.samples = a.data;
+        r.coords.resize(ns * static_cast<size_t>(g.dims));
+        const bool normalised = cfg_.trajectory_units() == config::TRAJECTORY_NORMALISED;
+        for (size_t s = 0; s < ns; ++s)
+            for (int d = 0; d < traj_dims_; ++d) {
+                const double n = static_cast<double>(g.image[d]);
+                const float v = a.traj[s * traj_dims_ + static_cast<size_t>(d)];
+                double k = normalised ? v * n : v;
+                if (!std::isfinite(k) || std::abs(k) > n / 2 * (1 + kRangeSlack) + 1e-9)
+                    throw std::runtime_error(
+                        "AccumulateReadouts: trajectory value " + std::to_string(v) + " at sample " + std::to_string(s) +
+                        ", axis " + std::to_string(d) + " is outside the k-space of a " + std::to_string(g.image[d]) +
+                        "-pixel axis (" +
+                        (normalised ? std::string("[-0.5, 0.5] in normalised units")
+                                    : "[-" + std::to_string(g.image[d] / 2) + ", " + std::to_string(g.image[d] / 2) +
+                                          "] cycles per FOV") +
+                        "; trajectory_units says " + (normalised ? "normalised" : "cycles per FOV") + ")" + scan(a));
+                k = std::clamp(k, -n / 2, n / 2);
+                r.coords[s * static_cast<size_t>(g.dims) + static_cast<size_t>(d)] = static_cast<float>(k);
+            }
+        if (g.stack) {
+            const int kz = int(a.head.idx.kspace_encode_step_2) + e2_offset(geometry_) - int(g.image[2] / 2);
+            if (kz < -int(g.image[2] / 2) || kz >= int(g.image[2] - g.image[2] / 2))
+                throw std::runtime_error("AccumulateReadouts: kspace_encode_step_2 " +
+                                         std::to_string(a.head.idx.kspace_encode_step_2) + " is outside the " +
+                                         std::to_string(g.image[2]) + " partitions of the encoding" + scan(a));
+            for (size_t s = 0; s < ns; ++s) r.coords[s * 3 + 2] = static_cast<float>(kz);
+        }
+        return r;
+    }
+
+    template <class It>
+    TrajectoryBuffer assemble(It first, It last) {
+        const size_t readouts = static_cast<size_t>(std::distance(first, last));
+        const size_t ns = *samples_, ch = *channels_;
+        const Grid& g = *grid_;
+        TrajectoryBuffer tb;
+        tb.image = g.image;
+        tb.geometry = geometry_;
+        tb.trajectory = trajectory_;
+        tb.coords = RArray::host({static_cast<size_t>(g.dims), ns, readouts}, backend_->budgets().host);
+        CArray host = backend_->host_staging({ns, readouts, ch});
+        size_t r = 0;
+        for (It it = first; it != last; ++it, ++r) {
+            std::copy(it->coords.begin(), it->coords.end(), tb.coords.data() + r * ns * static_cast<size_t>(g.dims));
+            for (size_t c = 0; c < ch; ++c)
+                std::copy_n(it->samples.data() + c * ns, ns, host.data() + (c * readouts + r) * ns);
+            tb.reference = it->head;
+        }
+        tb.data = backend_->to_device(host);
+        return tb;
+    }
+
+    std::vector<Readout>& slot_for(const Key& key) {
+        for (auto& s : slots_)
+            if (s.first == key) return s.second;
+        slots_.emplace_back(key, std::vector<Readout>{});
+        return slots_.back().second;
+    }
+
+    void emit_slot(std::vector<Readout>& readouts, Emitter& out) {
+        if (readouts.empty()) return;
+        TrajectoryBuffer tb = assemble(readouts.begin(), readouts.end());
+        tb.frame = frames_++;
+        readouts.clear();
+        out.emit(std::move(tb));
+    }
+
+    void emit_key(const Key& key, Emitter& out) {
+        for (auto it = slots_.begin(); it != slots_.end(); ++it)
+            if (it->first == key) {
+                std::vector<Readout> r = std::move(it->second);
+                slots_.erase(it);
+                emit_slot(r, out);
+                return;
+            }
+    }
+
+    void emit_all(Emitter& out) {
+        auto slots = std::move(slots_);
+        slots_.clear();
+        for (auto& s : slots) emit_slot(s.second, out);
+    }
+
+    config::AccumulateReadouts cfg_;
+    size_t window_ = 0, stride_ = 0;
+    ISMRMRD::IsmrmrdHeader header_;
+    std::shared_ptr<Backend> backend_;
+    std::shared_ptr<AcquisitionLedger> ledger_ = std::make_shared<AcquisitionLedger>();
+    std::string session_, trajectory_;
+    EncodingGeometry geometry_;
+    std::optional<Grid> grid_;
+    uint16_t traj_dims_ = 0;
+    std::optional<size_t> samples_, channels_;
+    std::vector<std::pair<Key, std::vector<Readout>>> slots_;
+    std::deque<Readout> ring_;  // real-time mode: the last `window` readouts
+    size_t since_frame_ = 0;
+    uint32_t frames_ = 0;
+    std::optional<uint16_t> last_counter_;
+};
+
+}  // namespace
+
+std::unique_ptr<Gadget> make_accumulate_readouts(const config::AccumulateReadouts& cfg) {
+    return std::make_unique<AccumulateReadoutsGadget>(cfg);
+}
+
+}  // namespace larmor
