@@ -87,10 +87,10 @@ inline void first_index(const float* u, int dims, int w, const ll* n, ll* i0) {
 }
 
 // Kernel values of the point at u and its offsets inside its tile's buffer.
-inline void point_kernel(const CpuPointSet& p, double beta, const float* u, PointKernel& pk) {
+inline void point_kernel(const CpuPointSet& p, float beta, const float* u, PointKernel& pk) {
     const int w = p.width;
     const float half = 0.5f * float(w);
-    const double scale = 2.0 / double(w);
+    const float scale = 2.f / float(w);
     for (int a = 0; a < 3; ++a) {
         if (a >= p.dims) {
             pk.k[a][0] = 1.f;
@@ -102,10 +102,11 @@ inline void point_kernel(const CpuPointSet& p, double beta, const float* u, Poin
         if (i < 0) i += p.n[a];
         if (i >= p.n[a]) i -= p.n[a];
         pk.local[a] = i % p.tile[a];
+        const float d0 = start - u[a];
         for (int j = 0; j < w; ++j) {
-            const double z = double(start + float(j) - u[a]) * scale;
-            const double r = 1.0 - z * z;
-            pk.k[a][j] = r > 0.0 ? float(std::exp(beta * (std::sqrt(r) - 1.0))) : 0.f;
+            const float z = (d0 + float(j)) * scale;
+            const float r = 1.f - z * z;
+            pk.k[a][j] = r > 0.f ? std::exp(beta * (std::sqrt(r) - 1.f)) : 0.f;
         }
     }
 }
@@ -143,6 +144,79 @@ inline void for_rows(const CpuPointSet& p, const ll* o, F&& f) {
             if (g1 >= p.n[1]) g1 -= p.n[1];
             f((r2 * p.pad[1] + r1) * p.pad[0], (g2 * p.n[1] + g1) * p.n[0]);
         }
+    }
+}
+
+// The points of tile t spread into its buffer buf ([pad..., batch]). BC > 0: the batch as a
+// compile-time constant (the common coil counts), so the innermost loop over 2 B floats is unrolled
+// and vectorised without a remainder; BC = 0: any batch.
+template <int BC>
+void spread_tile(const CpuPointSet& p, ll t, float beta, const cfloat* in, ll M, ll batch, cfloat* buf, cfloat* sb) {
+    const ll B = BC > 0 ? BC : batch;
+    const int w = p.width, w1 = p.dims > 1 ? w : 1, w2 = p.dims > 2 ? w : 1;
+    PointKernel pk;
+    for (ll s = p.begin[size_t(t)]; s < p.begin[size_t(t + 1)]; ++s) {
+        const ll m = p.order[size_t(s)];
+        point_kernel(p, beta, &p.su[size_t(s * p.dims)], pk);
+        for (ll b = 0; b < B; ++b) sb[b] = in[m + b * M];
+        const float* __restrict v = reinterpret_cast<const float*>(sb);
+        for (int j2 = 0; j2 < w2; ++j2)
+            for (int j1 = 0; j1 < w1; ++j1) {
+                const float k21 = pk.k[2][j2] * pk.k[1][j1];
+                float* __restrict row = reinterpret_cast<float*>(
+                    buf + (((pk.local[2] + j2) * p.pad[1] + pk.local[1] + j1) * p.pad[0] + pk.local[0]) * B);
+                for (int j0 = 0; j0 < w; ++j0) {
+                    const float k = k21 * pk.k[0][j0];
+                    float* __restrict d = row + 2 * j0 * B;
+                    for (ll e = 0; e < 2 * B; ++e) d[e] += k * v[e];
+                }
+            }
+    }
+}
+
+// The samples of tile t's points from its buffer buf (the adjoint of spread_tile).
+template <int BC>
+void interp_tile(const CpuPointSet& p, ll t, float beta, const cfloat* buf, ll M, ll batch, cfloat* acc, cfloat* out) {
+    const ll B = BC > 0 ? BC : batch;
+    const int w = p.width, w1 = p.dims > 1 ? w : 1, w2 = p.dims > 2 ? w : 1;
+    PointKernel pk;
+    float* __restrict a = reinterpret_cast<float*>(acc);
+    for (ll s = p.begin[size_t(t)]; s < p.begin[size_t(t + 1)]; ++s) {
+        const ll m = p.order[size_t(s)];
+        point_kernel(p, beta, &p.su[size_t(s * p.dims)], pk);
+        for (ll e = 0; e < 2 * B; ++e) a[e] = 0.f;
+        for (int j2 = 0; j2 < w2; ++j2)
+            for (int j1 = 0; j1 < w1; ++j1) {
+                const float k21 = pk.k[2][j2] * pk.k[1][j1];
+                const float* __restrict row = reinterpret_cast<const float*>(
+                    buf + (((pk.local[2] + j2) * p.pad[1] + pk.local[1] + j1) * p.pad[0] + pk.local[0]) * B);
+                for (int j0 = 0; j0 < w; ++j0) {
+                    const float k = k21 * pk.k[0][j0];
+                    const float* __restrict v = row + 2 * j0 * B;
+                    for (ll e = 0; e < 2 * B; ++e) a[e] += k * v[e];
+                }
+            }
+        for (ll b = 0; b < B; ++b) out[m + b * M] = acc[b];
+    }
+}
+
+template <int N>
+struct BatchConst {
+    static constexpr int value = N;
+};
+
+// f(BatchConst<B>) for the common batches, f(BatchConst<0>) for any other.
+template <class F>
+void with_batch(ll B, F&& f) {
+    switch (B) {
+        case 1: f(BatchConst<1>{}); break;
+        case 2: f(BatchConst<2>{}); break;
+        case 3: f(BatchConst<3>{}); break;
+        case 4: f(BatchConst<4>{}); break;
+        case 8: f(BatchConst<8>{}); break;
+        case 16: f(BatchConst<16>{}); break;
+        case 32: f(BatchConst<32>{}); break;
+        default: f(BatchConst<0>{}); break;
     }
 }
 
@@ -221,8 +295,7 @@ void nufft_spread(const NufftGrid& g, const NufftPointSet& ps, const CArray& sam
     const CpuPointSet& p = as_cpu(ps);
     check_arrays(g, p, samples, grid, "nufft_spread");
     const ll B = g.batch, M = g.points, G = g.grid_size(), bsize = p.buffer_size();
-    const int w = g.width, dims = g.dims;
-    const double beta = g.beta;
+    const float beta = g.beta;
     const cfloat* in = samples.data();
     cfloat* out = grid.data();
     const int nthreads = int(p.buffers.size());
@@ -233,30 +306,12 @@ void nufft_spread(const NufftGrid& g, const NufftPointSet& ps, const CArray& sam
         for (ll i = 0; i < total; ++i) out[i] = cfloat(0.f, 0.f);
         cfloat* buf = p.buffers[size_t(omp_get_thread_num())].data();
         cfloat* sb = buf + bsize;  // the point's samples, one per transform
-        const int w1 = dims > 1 ? w : 1, w2 = dims > 2 ? w : 1;
         for (const auto& list : p.colour) {
 #pragma omp for schedule(dynamic, 1)
             for (ll li = 0; li < ll(list.size()); ++li) {
                 const ll t = list[size_t(li)];
                 std::fill(buf, buf + bsize, cfloat(0.f, 0.f));
-                PointKernel pk;
-                for (ll s = p.begin[size_t(t)]; s < p.begin[size_t(t + 1)]; ++s) {
-                    const ll m = p.order[size_t(s)];
-                    point_kernel(p, beta, &p.su[size_t(s * dims)], pk);
-                    for (ll b = 0; b < B; ++b) sb[b] = in[m + b * M];
-                    for (int j2 = 0; j2 < w2; ++j2)
-                        for (int j1 = 0; j1 < w1; ++j1) {
-                            const float k21 = pk.k[2][j2] * pk.k[1][j1];
-                            cfloat* row = buf + (((pk.local[2] + j2) * p.pad[1] + pk.local[1] + j1) * p.pad[0] +
-                                                 pk.local[0]) * B;
-                            for (int j0 = 0; j0 < w; ++j0) {
-                                const float k = k21 * pk.k[0][j0];
-                                float* d = reinterpret_cast<float*>(row + j0 * B);
-                                const float* v = reinterpret_cast<const float*>(sb);
-                                for (ll e = 0; e < 2 * B; ++e) d[e] += k * v[e];
-                            }
-                        }
-                }
+                with_batch(B, [&](auto bc) { spread_tile<decltype(bc)::value>(p, t, beta, in, M, B, buf, sb); });
                 ll o[3];
                 tile_origin(p, t, o);
                 for_rows(p, o, [&](ll brow, ll grow) {
@@ -277,8 +332,7 @@ void nufft_interp(const NufftGrid& g, const NufftPointSet& ps, const CArray& gri
     const CpuPointSet& p = as_cpu(ps);
     check_arrays(g, p, samples, grid, "nufft_interp");
     const ll B = g.batch, M = g.points, G = g.grid_size();
-    const int w = g.width, dims = g.dims;
-    const double beta = g.beta;
+    const float beta = g.beta;
     const cfloat* in = grid.data();
     cfloat* out = samples.data();
     const int nthreads = int(p.buffers.size());
@@ -286,7 +340,6 @@ void nufft_interp(const NufftGrid& g, const NufftPointSet& ps, const CArray& gri
     {
         cfloat* buf = p.buffers[size_t(omp_get_thread_num())].data();
         cfloat* acc = buf + p.buffer_size();
-        const int w1 = dims > 1 ? w : 1, w2 = dims > 2 ? w : 1;
 #pragma omp for schedule(dynamic, 1)
         for (ll li = 0; li < ll(p.nonempty.size()); ++li) {
             const ll t = p.nonempty[size_t(li)];
@@ -301,25 +354,7 @@ void nufft_interp(const NufftGrid& g, const NufftPointSet& ps, const CArray& gri
                     for (ll b = 0; b < B; ++b) dst[b] = src[b * G];
                 }
             });
-            PointKernel pk;
-            for (ll s = p.begin[size_t(t)]; s < p.begin[size_t(t + 1)]; ++s) {
-                const ll m = p.order[size_t(s)];
-                point_kernel(p, beta, &p.su[size_t(s * dims)], pk);
-                std::fill(acc, acc + B, cfloat(0.f, 0.f));
-                float* a = reinterpret_cast<float*>(acc);
-                for (int j2 = 0; j2 < w2; ++j2)
-                    for (int j1 = 0; j1 < w1; ++j1) {
-                        const float k21 = pk.k[2][j2] * pk.k[1][j1];
-                        const cfloat* row =
-                            buf + (((pk.local[2] + j2) * p.pad[1] + pk.local[1] + j1) * p.pad[0] + pk.local[0]) * B;
-                        for (int j0 = 0; j0 < w; ++j0) {
-                            const float k = k21 * pk.k[0][j0];
-                            const float* v = reinterpret_cast<const float*>(row + j0 * B);
-                            for (ll e = 0; e < 2 * B; ++e) a[e] += k * v[e];
-                        }
-                    }
-                for (ll b = 0; b < B; ++b) out[m + b * M] = acc[b];
-            }
+            with_batch(B, [&](auto bc) { interp_tile<decltype(bc)::value>(p, t, beta, buf, M, B, acc, out); });
         }
     }
 }
