@@ -190,6 +190,27 @@ TEST_P(NufftTest, AdjointIdentity) {
     }
 }
 
+// The batch is a set of independent transforms: a plan of 5 (a batch the kernels take at run time, not
+// as a compile-time constant) gives each transform what a plan of 1 gives it alone.
+TEST_P(NufftTest, BatchesAreIndependentTransforms) {
+    for (const Shape& image : {Shape{24, 20}, Shape{12, 10, 8}}) {
+        const RArray k = random_points(image, 400, 12);
+        auto five = Nufft::create(be, image, 5, k, {1e-4, 2.0});
+        auto one = Nufft::create(be, image, 1, k, {1e-4, 2.0});
+        const CArray x = test::random_on(*be, five->ishape(), 13), y = test::random_on(*be, five->oshape(), 14);
+        const auto fx = test::apply_forward(*five, x), ay = test::apply_adjoint(*five, y);
+        const size_t N = image.size(), M = 400;
+        for (size_t b = 0; b < 5; ++b) {
+            const auto f1 = test::apply_forward(*one, x.view(b * N, one->ishape()));
+            const auto a1 = test::apply_adjoint(*one, y.view(b * M, one->oshape()));
+            EXPECT_LE(test::relative_error(std::vector<cdouble>(fx.begin() + long(b * M), fx.begin() + long((b + 1) * M)), f1),
+                      1e-6) << image.str() << " transform " << b;
+            EXPECT_LE(test::relative_error(std::vector<cdouble>(ay.begin() + long(b * N), ay.begin() + long((b + 1) * N)), a1),
+                      1e-6) << image.str() << " transform " << b;
+        }
+    }
+}
+
 TEST_P(NufftTest, InterpolationIsTheConvolution) {
     const Shape image{24, 20};
     auto op = Nufft::create(be, image, 2, random_points(image, 700, 9), {1e-3, 2.0});

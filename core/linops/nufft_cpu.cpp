@@ -314,15 +314,18 @@ void nufft_spread(const NufftGrid& g, const NufftPointSet& ps, const CArray& sam
                 with_batch(B, [&](auto bc) { spread_tile<decltype(bc)::value>(p, t, beta, in, M, B, buf, sb); });
                 ll o[3];
                 tile_origin(p, t, o);
-                for_rows(p, o, [&](ll brow, ll grow) {
-                    for (ll r0 = 0; r0 < p.pad[0]; ++r0) {
-                        ll g0 = o[0] + r0;
-                        if (g0 >= p.n[0]) g0 -= p.n[0];
-                        const cfloat* src = buf + (brow + r0) * B;
-                        cfloat* dst = out + grow + g0;
-                        for (ll b = 0; b < B; ++b) dst[b * G] += src[b];
-                    }
-                });
+                // One transform at a time, so the grid is written along its rows (its planes lie
+                // G apart: a power of two, which would thrash the cache if all were written at once).
+                for (ll b = 0; b < B; ++b)
+                    for_rows(p, o, [&](ll brow, ll grow) {
+                        const cfloat* src = buf + brow * B + b;
+                        cfloat* dst = out + b * G + grow;
+                        for (ll r0 = 0; r0 < p.pad[0]; ++r0) {
+                            ll g0 = o[0] + r0;
+                            if (g0 >= p.n[0]) g0 -= p.n[0];
+                            dst[g0] += src[r0 * B];
+                        }
+                    });
             }
         }
     }
@@ -345,15 +348,16 @@ void nufft_interp(const NufftGrid& g, const NufftPointSet& ps, const CArray& gri
             const ll t = p.nonempty[size_t(li)];
             ll o[3];
             tile_origin(p, t, o);
-            for_rows(p, o, [&](ll brow, ll grow) {
-                for (ll r0 = 0; r0 < p.pad[0]; ++r0) {
-                    ll g0 = o[0] + r0;
-                    if (g0 >= p.n[0]) g0 -= p.n[0];
-                    cfloat* dst = buf + (brow + r0) * B;
-                    const cfloat* src = in + grow + g0;
-                    for (ll b = 0; b < B; ++b) dst[b] = src[b * G];
-                }
-            });
+            for (ll b = 0; b < B; ++b)  // along the grid's rows, as the spreading's add-back
+                for_rows(p, o, [&](ll brow, ll grow) {
+                    cfloat* dst = buf + brow * B + b;
+                    const cfloat* src = in + b * G + grow;
+                    for (ll r0 = 0; r0 < p.pad[0]; ++r0) {
+                        ll g0 = o[0] + r0;
+                        if (g0 >= p.n[0]) g0 -= p.n[0];
+                        dst[r0 * B] = src[g0];
+                    }
+                });
             with_batch(B, [&](auto bc) { interp_tile<decltype(bc)::value>(p, t, beta, buf, M, B, acc, out); });
         }
     }
