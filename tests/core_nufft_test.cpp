@@ -134,8 +134,8 @@ void expect_matches_nudft(const std::shared_ptr<Backend>& be, double sigma) {
         Shape image;
         size_t batch;
         bool radial;
-    } cases[] = {{{32}, 1, false},    {{32}, 3, true},       {{24, 20}, 1, false},
-                 {{24, 20}, 3, true}, {{12, 10, 8}, 1, true}, {{12, 10, 8}, 3, false}};
+    } cases[] = {{{32}, 1, false},      {{32}, 3, true},       {{24, 20}, 1, false},   {{24, 20}, 3, true},
+                 {{15, 9}, 2, false},   {{12, 10, 8}, 1, true}, {{12, 10, 8}, 3, false}};  // odd sizes too
     for (double tol : {1e-3, 1e-6})
         for (const auto& c : cases) {
             const size_t d = size_t(c.image.rank());
