@@ -36,6 +36,8 @@ public:
     void set_points(const RArray& coords);
     // The convolution alone, C: grid [n..., batch] -> points [M, batch] (forward = interp, adjoint =
     // spread), sharing this plan's points: Pipe-Menon density compensation and Toeplitz embeddings use it.
+    // It also shares the plan's kernel workspace (the CPU's per-thread tile buffers), so it is used by
+    // the thread that uses this operator (linop.h: one thread at a time), and it follows set_points().
     LinOp interpolation();
     const NufftGrid& grid() const;
     size_t points() const;
