@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <complex>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -170,6 +171,8 @@ protected:
         be = test::backend_for(Device::Cuda);
         if (!be) GTEST_SKIP() << "no usable CUDA device";
     }
+
+    std::shared_ptr<Backend> be;
 
     CArray upload(const std::vector<cdouble>& v, const Shape& s) {
         CArray h = CArray::host(s);
