@@ -57,12 +57,26 @@ __device__ __forceinline__ int bin_of_point(const NufftTiling& t, const float* u
     return bin;
 }
 
+// Warp-aggregated: the lanes of a warp whose points share a bin (neighbouring samples of a trajectory
+// mostly do) make one atomic on its counter, so a dense bin's counter is not a serial hot spot. The
+// loop runs warp-uniformly (its bound is per block), so every lane takes part in the ballot.
 __global__ void count_kernel(SortArgs a) {
-    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < a.points; m += gridDim.x * blockDim.x) {
+    const int lane = threadIdx.x & 31;
+    for (long long m0 = static_cast<long long>(blockIdx.x) * blockDim.x; m0 < a.points;
+         m0 += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int m = static_cast<int>(m0) + static_cast<int>(threadIdx.x);
+        const bool valid = m < a.points;
+        const unsigned active = __ballot_sync(0xffffffffu, valid);
+        if (!valid) continue;
         float w[3];
         const int bin = bin_of_point(a.t, a.u, m, w);
+        const unsigned peers = __match_any_sync(active, bin);
+        const int leader = __ffs(peers) - 1;
+        int base = 0;
+        if (lane == leader) base = atomicAdd(&a.bin_count[bin], __popc(peers));
+        base = __shfl_sync(peers, base, leader);
         a.bin_of[m] = bin;
-        a.rank_of[m] = atomicAdd(&a.bin_count[bin], 1);
+        a.rank_of[m] = base + __popc(peers & ((1u << lane) - 1u));
     }
 }
 
@@ -159,10 +173,11 @@ void check_nufft_grid(const NufftGrid& g, const char* what) {
         throw std::invalid_argument(w + ": kernel width " + std::to_string(g.width) + " is outside 2..16");
     if (g.batch < 1) throw std::invalid_argument(w + ": batch " + std::to_string(g.batch) + " is below 1");
     if (g.points < 0) throw std::invalid_argument(w + ": points " + std::to_string(g.points) + " is negative");
-    constexpr long long kLimit = (1LL << 31) - 1;  // int32 indices on the device
+    // int32 indices on the device, with room for a grid-stride step (at most 2^28) on top.
+    constexpr long long kLimit = 1LL << 30;
     if (g.grid_size() > kLimit || g.points > kLimit)
         throw std::invalid_argument(w + ": grid of " + std::to_string(g.grid_size()) + " points and " +
-                                    std::to_string(g.points) + " non-uniform points: each must be below 2^31");
+                                    std::to_string(g.points) + " non-uniform points: each must be at most 2^30");
 }
 
 NufftTiling nufft_tiling(const NufftGrid& g) {

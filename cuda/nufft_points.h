@@ -61,7 +61,7 @@ public:
 // or std::invalid_argument naming what differs. `what` names the caller.
 const CudaNufftPointSet& cuda_point_set(const NufftGrid& g, const NufftPointSet& p, const char* what);
 
-// Checks the fields of g (dims 1..3, n >= 1, width 2..16, batch >= 1, M >= 0, sizes below 2^31).
+// Checks the fields of g (dims 1..3, n >= 1, width 2..16, batch >= 1, M >= 0, grid and M at most 2^30).
 void check_nufft_grid(const NufftGrid& g, const char* what);
 
 // How nufft_spread accumulates: per-bin shared-memory tiles ("SM") or one thread per sorted point

@@ -4,9 +4,10 @@
 //    bin) accumulates into a shared-memory tile covering its bin plus the kernel's reach (bin + width
 //    per axis) with shared atomics, then adds the tile to the grid with global atomics, wrapping
 //    periodically. Global atomic traffic is one tile per sub-problem instead of width^dims per point.
-//  - GlobalSorted ("GM-sort"): one thread per point in bin order adds its width^dims values straight
-//    into the grid; neighbouring threads hit neighbouring cache lines. Cheaper where bins hold few
-//    points (the tile's zeroing and write-back would outweigh the points' own additions).
+//  - GlobalSorted ("GM-sort", nufft_spread_global.cu): one thread per point in bin order adds its
+//    width^dims values straight into the grid; neighbouring threads hit neighbouring cache lines.
+//    Cheaper where bins hold few points (the tile's zeroing and write-back would outweigh the
+//    points' own additions).
 // Batch (coils): SM runs one block per (sub-problem, transform) (grid dimension y). The kernel values
 // cost dims * width exp/sqrt per point against width^dims shared atomics per point and transform, so
 // recomputing them per transform costs a few percent, while a tile per transform keeps shared memory
@@ -23,39 +24,12 @@
 #include "cuda/launch_size.h"
 #include "cuda/nufft_device.cuh"
 #include "cuda/nufft_points.h"
+#include "cuda/nufft_spread.cuh"
 
 namespace larmor::cuda {
 namespace {
 
 constexpr int kTileThreads = 256;
-constexpr int kPointThreads = 128;
-
-struct SpreadArgs {
-    NufftTiling t;
-    int points;
-    float beta;
-    const float* x;  // sorted coordinates per axis (y, z unused beyond dims)
-    const float* y;
-    const float* z;
-    const int* perm;
-    const int* bin_start;
-    const int* sub_bin;
-    const int* sub_first;
-    const int* sub_total;
-    int batch;
-    long long grid_size;
-    const float2* samples;  // [M, batch]
-    float2* grid;           // [grid_size, batch]
-};
-
-__device__ __forceinline__ void global_add(float2* p, float2 v) {
-#if __CUDA_ARCH__ >= 900
-    atomicAdd(p, v);  // one vector reduction (sm_90 and later)
-#else
-    atomicAdd(&p->x, v.x);
-    atomicAdd(&p->y, v.y);
-#endif
-}
 
 template <int D, int W>
 __global__ void __launch_bounds__(kTileThreads) spread_tiles_kernel(SpreadArgs a) {
@@ -112,50 +86,6 @@ __global__ void __launch_bounds__(kTileThreads) spread_tiles_kernel(SpreadArgs a
                             static_cast<long long>(t.n[0]) *
                                 (wrap_index(oy + iy, t.n[1]) + static_cast<long long>(t.n[1]) * wrap_index(oz + iz, t.n[2]));
         global_add(out + g, v);
-    }
-}
-
-template <int D, int W>
-__global__ void __launch_bounds__(kPointThreads) spread_global_kernel(SpreadArgs a) {
-    const NufftTiling& t = a.t;
-    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < a.points; p += gridDim.x * blockDim.x) {
-        float kx[W], ky[D >= 2 ? W : 1], kz[D >= 3 ? W : 1];
-        int gx[W], gy[D >= 2 ? W : 1], gz[D >= 3 ? W : 1];
-        const int x0 = es_kernel_values<W>(a.x[p], a.beta, kx);
-#pragma unroll
-        for (int j = 0; j < W; ++j) gx[j] = wrap_index(x0 + j, t.n[0]);
-        if constexpr (D >= 2) {
-            const int y0 = es_kernel_values<W>(a.y[p], a.beta, ky);
-#pragma unroll
-            for (int j = 0; j < W; ++j) gy[j] = wrap_index(y0 + j, t.n[1]) * t.n[0];
-        } else {
-            ky[0] = 1.f;
-            gy[0] = 0;
-        }
-        if constexpr (D >= 3) {
-            const int z0 = es_kernel_values<W>(a.z[p], a.beta, kz);
-#pragma unroll
-            for (int j = 0; j < W; ++j) gz[j] = wrap_index(z0 + j, t.n[2]) * t.n[0] * t.n[1];
-        } else {
-            kz[0] = 1.f;
-            gz[0] = 0;
-        }
-        const int m = a.perm[p];
-        for (int b = 0; b < a.batch; ++b) {
-            const float2 v = a.samples[m + static_cast<long long>(b) * a.points];
-            float2* out = a.grid + static_cast<long long>(b) * a.grid_size;
-#pragma unroll 1
-            for (int jz = 0; jz < (D >= 3 ? W : 1); ++jz) {
-#pragma unroll
-                for (int jy = 0; jy < (D >= 2 ? W : 1); ++jy) {
-                    const float f = kz[jz] * ky[jy];
-                    const float2 vf = make_float2(v.x * f, v.y * f);
-                    float2* row = out + gz[jz] + gy[jy];
-#pragma unroll
-                    for (int jx = 0; jx < W; ++jx) global_add(row + gx[jx], make_float2(vf.x * kx[jx], vf.y * kx[jx]));
-                }
-            }
-        }
     }
 }
 
@@ -238,10 +168,7 @@ void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
         });
         LARMOR_CUDA_LAUNCH_CHECK("nufft spread_tiles_kernel", context);
     } else {
-        dispatch_dims_width(g.dims, g.width, [&](auto d, auto w) {
-            spread_global_kernel<decltype(d)::value, decltype(w)::value>
-                <<<grid_stride_blocks(g.points, kPointThreads), kPointThreads, 0, stream>>>(a);
-        });
+        launch_spread_global(a, g.dims, g.width, stream);
         LARMOR_CUDA_LAUNCH_CHECK("nufft spread_global_kernel", context);
     }
 }

@@ -10,10 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <complex>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/linops/nufft_kernels.h"
@@ -172,7 +174,18 @@ protected:
         if (!be) GTEST_SKIP() << "no usable CUDA device";
     }
 
+    void TearDown() override {
+        if (worst_spread.first > 0 || worst_interp.first > 0)
+            std::printf("[   INFO   ] largest relative L2 errors: spread %.2e (%s), interp %.2e (%s)\n",
+                        worst_spread.first, worst_spread.second.c_str(), worst_interp.first, worst_interp.second.c_str());
+    }
+
+    static void note(std::pair<double, std::string>& worst, double err, const std::string& name) {
+        if (!(err <= worst.first)) worst = {err, name};
+    }
+
     std::shared_ptr<Backend> be;
+    std::pair<double, std::string> worst_spread{0.0, ""}, worst_interp{0.0, ""};
 
     CArray upload(const std::vector<cdouble>& v, const Shape& s) {
         CArray h = CArray::host(s);
@@ -216,18 +229,21 @@ protected:
         for (int k = 0; k < 3; ++k) {
             cuda::nufft_spread_with(*be, g, *points, y_dev, grid, methods[k]);
             const double err = relative_error(download(grid), spread_ref);
+            note(worst_spread, err, c.name() + ", " + method_names[k]);
             EXPECT_LE(err, 1e-5) << c.name() << ": spread (" << method_names[k] << ") relative L2 error " << err;
         }
 #endif
         cuda::nufft_spread(*be, g, *points, y_dev, grid);
         const std::vector<cdouble> spread = download(grid);
         const double spread_err = relative_error(spread, spread_ref);
+        note(worst_spread, spread_err, c.name());
         EXPECT_LE(spread_err, 1e-5) << c.name() << ": spread relative L2 error " << spread_err;
 
         CArray samples = be->empty(sample_shape(c));
         cuda::nufft_interp(*be, g, *points, x_dev, samples);
         const std::vector<cdouble> interp = download(samples);
         const double interp_err = relative_error(interp, reference_interp(c, u, x));
+        note(worst_interp, interp_err, c.name());
         EXPECT_LE(interp_err, 1e-5) << c.name() << ": interp relative L2 error " << interp_err;
 
         // <C^H y, x> = <y, C x>: spread is C^H, interp is C.
