@@ -74,7 +74,7 @@ __global__ void count_kernel(SortArgs a) {
         const int leader = __ffs(peers) - 1;
         int base = 0;
         if (lane == leader) base = atomicAdd(&a.bin_count[bin], __popc(peers));
-        base = __shfl_sync(peers, base, leader);
+        base = __shfl_sync(active, base, leader);  // every valid lane, each from its group's leader
         a.bin_of[m] = bin;
         a.rank_of[m] = base + __popc(peers & ((1u << lane) - 1u));
     }
