@@ -9,7 +9,7 @@
 //     x(r) = int_0^pi int_R X(rho, theta) |rho| exp(2 pi i rho t) d rho d theta,  t = r . (cos, sin)(theta),
 // each spoke is multiplied by the ramp |rho| (times a window), inverse transformed (a filtered
 // projection), and the image is the sum over spokes of the filtered projection at t, read with linear
-// interpolation (Kak & Slaney eq. 3.45-3.49).
+// interpolation (Kak & Slaney ch. 3.3, filtered backprojection of parallel projections).
 //
 // Units follow core's conventions: k in cycles per FOV, pixel n of an axis of N at (n - N/2)/N FOV,
 // samples s(k) = N_total^{-1/2} sum_n x[n] exp(-2 pi i k.(n - N/2)/N) (the NUFFT's forward model), so the

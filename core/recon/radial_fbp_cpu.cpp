@@ -54,8 +54,25 @@ void radial_backproject(const CArray& proj, const RArray& steps, const FbpGeomet
                     const float a = st[2 * j], b = st[2 * j + 1];
                     const float base = static_cast<float>(half) + y * b;
                     const cfloat* row = pr + (c * g.spokes + j) * m;
-                    for (ll i = 0; i < len; ++i)
-                        acc[i] += interp(row, m, base + static_cast<float>(x0 + i - g.n0 / 2) * a);
+                    const float xs = static_cast<float>(x0 - g.n0 / 2);
+                    // p is linear in the pixel, so when both ends of the chunk read inside [0, m - 1)
+                    // every pixel does: no bounds tests, and truncation is floor (p >= 0). Projections
+                    // span 1 / dk >= 1 FOV, so that is almost every chunk.
+                    const float p_first = base + xs * a, p_last = base + (xs + static_cast<float>(len - 1)) * a;
+                    const float lim = static_cast<float>(m - 1);
+                    // The clamp keeps floor(p) <= m - 2 should rounding carry a pixel between the ends
+                    // an ulp past them (p = m - 1 would read row[m]).
+                    const float top = std::nextafter(lim, 0.f);
+                    if (std::min(p_first, p_last) >= 0.f && std::max(p_first, p_last) < lim) {
+                        for (ll i = 0; i < len; ++i) {
+                            const float p = std::min(base + (xs + static_cast<float>(i)) * a, top);
+                            const ll k = static_cast<ll>(p);
+                            const float f = p - static_cast<float>(k);
+                            acc[i] += row[k] * (1.f - f) + row[k + 1] * f;
+                        }
+                    } else {
+                        for (ll i = 0; i < len; ++i) acc[i] += interp(row, m, base + (xs + static_cast<float>(i)) * a);
+                    }
                 }
                 if (mode == FbpOutput::Coils) {
                     cfloat* dst = o + (c * g.n1 + n1) * g.n0 + x0;
