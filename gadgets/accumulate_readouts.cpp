@@ -278,6 +278,7 @@ private:
         const Grid& g = *grid_;
         TrajectoryBuffer tb;
         tb.image = g.image;
+        tb.partitions = g.stack ? g.image[2] : 1;
         tb.geometry = geometry_;
         tb.trajectory = trajectory_;
         tb.coords = RArray::host({static_cast<size_t>(g.dims), ns, readouts}, backend_->budgets().host);

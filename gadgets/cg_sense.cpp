@@ -13,8 +13,11 @@
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/recon_grid.h"
+#include "gadgets/noncart/density_weights.h"
+#include "gadgets/noncart/nufft_plan_cache.h"
 #include "gadgets/sense/calibration.h"
 #include "gadgets/sense/cartesian_sense.h"
+#include "gadgets/sense/noncartesian_sense.h"
 #include "gadgets/typed_gadget.h"
 #include "wire/progress.h"
 
@@ -36,6 +39,10 @@ constexpr size_t kMinCalibrationLines = 8;
 struct Settings {
     int iterations, progress_interval, map_kernel, map_stride;
     float tolerance, lambda, deadline_ms;
+    // Non-Cartesian data.
+    float calibration_radius;
+    DensityRequest density;
+    NufftOptions nufft;
 };
 
 Settings settings_of(const config::CgSense& c) {
@@ -47,6 +54,15 @@ Settings settings_of(const config::CgSense& c) {
     s.map_kernel = c.map_kernel_size() == 0 ? kDefaultMapKernel : c.map_kernel_size();
     s.map_stride = c.map_stride() == 0 ? s.map_kernel : c.map_stride();
     s.deadline_ms = c.deadline_ms();
+    s.calibration_radius = c.calibration_radius() == 0.f ? 12.f : c.calibration_radius();
+    s.density.method = c.density();
+    s.nufft.tolerance = c.nufft_tolerance() == 0.f ? 1e-3 : static_cast<double>(c.nufft_tolerance());
+    s.density.tolerance = s.nufft.tolerance;
+    if (!(s.calibration_radius >= 2.f && s.calibration_radius <= 1024.f))
+        throw ConfigError("CgSense: calibration_radius " + std::to_string(c.calibration_radius()) +
+                          " is outside 2..1024 cycles per FOV");
+    if (!(s.nufft.tolerance >= 1e-6 && s.nufft.tolerance <= 0.1))
+        throw ConfigError("CgSense: nufft_tolerance " + std::to_string(c.nufft_tolerance()) + " is outside 1e-6..0.1");
     if (s.iterations < 1 || s.iterations > 10000)
         throw ConfigError("CgSense: iterations " + std::to_string(c.iterations()) + " is outside 1..10000");
     if (!(s.tolerance >= 0.f)) throw ConfigError("CgSense: tolerance " + std::to_string(s.tolerance) + " < 0");
@@ -62,7 +78,7 @@ Settings settings_of(const config::CgSense& c) {
     return s;
 }
 
-class CgSenseGadget final : public TypedGadget<ReconBuffer> {
+class CgSenseGadget final : public TypedGadget<ReconBuffer, TrajectoryBuffer> {
 public:
     explicit CgSenseGadget(const config::CgSense& cfg) : s_(settings_of(cfg)) {}
 
@@ -78,6 +94,44 @@ public:
         chain_ = ctx.chain_name;
         session_ = ctx.session_id;
         if (!backend_) throw std::runtime_error("CgSense: the session has no backend");
+    }
+
+    // Non-Cartesian CG-SENSE (gadgets/sense/noncartesian_sense.h): maps from the gridded k-space centre,
+    // CG on the density-weighted normal equations of E = W^1/2 F_nu S.
+    void process(TrajectoryBuffer& tb, Emitter& out) override {
+        const auto t0 = std::chrono::steady_clock::now();
+        Backend& be = *backend_;
+        const Shape& ds = tb.data.shape();  // [S, R, C]
+        const size_t m = ds[0] * ds[1], coils = ds[2];
+        const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
+        std::shared_ptr<Nufft> plan = plans_.get(backend_, tb.image, coils, coords, s_.nufft);
+        const RArray weights = be.to_device(density_weights(backend_, tb, s_.density)->reshaped({m}));
+        NoncartesianSenseSetup setup;
+        setup.calibration_radius = s_.calibration_radius;
+        setup.map_kernel = s_.map_kernel;
+        setup.map_stride = s_.map_stride;
+        setup.lambda = s_.lambda;
+        setup.cg = {s_.iterations, s_.tolerance};
+        NoncartesianSense p = noncartesian_sense(backend_, tb, plan, weights, setup);
+        ConjugateGradient& cg = *p.solver;
+        const bool deadline_hit = iterate(cg, t0, out);
+
+        ImageArray img;
+        const size_t nz = tb.image.rank() == 3 ? tb.image[2] : 1;
+        img.data = p.image.reshaped({tb.image[0], tb.image[1], nz, 1});
+        img.head = image_header_from(tb.reference, tb.geometry, img.data.shape(), ++image_index_);
+        CalibrationRegion none;
+        provenance(img.meta, cg, none, deadline_hit);
+        img.meta.set("CgSenseCalibration", ("k-space centre, radius " + std::to_string(s_.calibration_radius) +
+                                            " cycles/FOV").c_str());
+        img.meta.set("LarmorTrajectory", tb.trajectory.c_str());
+        img.meta.set("LarmorDensityCompensation", density_name(s_.density.method));
+        img.meta.set("LarmorNufftTolerance", s_.nufft.tolerance);
+        spdlog::info("[{}] CgSense: {} readouts x {} samples x {} coils ({}) -> {} in {} iterations, residual "
+                     "{:.3e}, {:.1f} ms",
+                     session_, ds[1], ds[0], coils, tb.trajectory, img.data.shape().str(), cg.iteration(),
+                     cg.residual(), elapsed_ms(t0));
+        out.emit(std::move(img));
     }
 
     void process(ReconBuffer& rb, Emitter& out) override {
@@ -107,17 +161,7 @@ public:
 
         CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.lambda, {s_.iterations, s_.tolerance});
         ConjugateGradient& cg = *p.solver;
-        bool deadline_hit = false;
-        while (!cg.done()) {
-            if (s_.deadline_ms > 0.f && elapsed_ms(t0) >= s_.deadline_ms) {
-                deadline_hit = true;
-                break;
-            }
-            cg.update();
-            if (s_.progress_interval > 0 && cg.iteration() % s_.progress_interval == 0 && !cg.done())
-                report(cg, out);
-        }
-        if (s_.progress_interval > 0) report(cg, out);
+        const bool deadline_hit = iterate(cg, t0, out);
 
         ImageArray img;
         img.data = to_recon_grid(be, p.image.reshaped({shape[0], e1, e2, 1}), rb.geometry);
@@ -130,6 +174,23 @@ public:
     }
 
 private:
+    // The solver's loop: progress lines every progress_interval iterations and the deadline. True when
+    // the deadline stopped it.
+    bool iterate(ConjugateGradient& cg, std::chrono::steady_clock::time_point t0, Emitter& out) {
+        bool deadline_hit = false;
+        while (!cg.done()) {
+            if (s_.deadline_ms > 0.f && elapsed_ms(t0) >= s_.deadline_ms) {
+                deadline_hit = true;
+                break;
+            }
+            cg.update();
+            if (s_.progress_interval > 0 && cg.iteration() % s_.progress_interval == 0 && !cg.done())
+                report(cg, out);
+        }
+        if (s_.progress_interval > 0) report(cg, out);
+        return deadline_hit;
+    }
+
     static double elapsed_ms(std::chrono::steady_clock::time_point t0) {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -184,6 +245,7 @@ private:
     Settings s_;
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;
+    NufftPlanCache plans_;
     uint16_t image_index_ = 0;
 };
 

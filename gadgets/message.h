@@ -89,6 +89,9 @@ struct TrajectoryBuffer {
     CArray data;    // [samples, readouts, coils] on the session backend
     RArray coords;  // [dims, samples, readouts] on the host, cycles per FOV of the image (core's units)
     Shape image;    // the image grid the coordinates refer to: [X, Y] or [X, Y, Z]
+    // Stack of stars: the Cartesian kz partitions (coords' third axis is the partition index about the
+    // centre, readouts in arrival order); 1 otherwise.
+    size_t partitions = 1;
     EncodingGeometry geometry;
     // Header of the newest readout: geometry, indices and time stamps for the image (a real-time
     // frame's latency is measured from its newest readout).

@@ -1,0 +1,76 @@
+#include "gadgets/sense/noncartesian_sense.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/linops/algebra.h"
+#include "core/linops/diag.h"
+#include "core/linops/sense.h"
+#include "gadgets/sense/calibration.h"
+
+namespace larmor {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Weights of the calibration image: the density weights times a Hann taper in |k| that reaches zero at
+// the radius (k beyond it contributes nothing).
+RArray calibration_weights(const RArray& coords, const RArray& weights_host, float radius) {
+    const size_t dims = coords.shape()[0], m = coords.size() / dims;
+    RArray w = RArray::host({m});
+    for (size_t i = 0; i < m; ++i) {
+        double r2 = 0;
+        for (size_t d = 0; d < dims; ++d) r2 += double(coords.data()[i * dims + d]) * coords.data()[i * dims + d];
+        const double r = std::sqrt(r2);
+        w.data()[i] = r < radius ? static_cast<float>(weights_host.data()[i] * 0.5 * (1 + std::cos(kPi * r / radius))) : 0.f;
+    }
+    return w;
+}
+
+}  // namespace
+
+NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,
+                                     const std::shared_ptr<Nufft>& plan, const RArray& weights,
+                                     const NoncartesianSenseSetup& setup) {
+    const Shape& ds = tb.data.shape();  // [S, R, C]
+    const size_t m = ds[0] * ds[1], coils = ds[2];
+    if (plan->points() != m || plan->oshape() != Shape{m, coils})
+        throw std::invalid_argument("cg_sense: NUFFT plan " + plan->describe() + " does not fit the data " + ds.str());
+    if (weights.size() != m)
+        throw std::invalid_argument("cg_sense: " + std::to_string(weights.size()) + " density weights for " +
+                                    std::to_string(m) + " samples");
+    if (!(setup.calibration_radius > 0.f))
+        throw std::invalid_argument("cg_sense: calibration radius " + std::to_string(setup.calibration_radius));
+    Backend& b = *be;
+    const Shape& image = tb.image;
+    const size_t nz = image.rank() == 3 ? image[2] : 1;
+    const CArray y = tb.data.reshaped({m, coils});
+
+    // Coil maps from the gridded centre of k-space.
+    const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
+    const RArray wh = b.to_host(weights);
+    const RArray wcal = b.to_device(calibration_weights(coords, wh, setup.calibration_radius));
+    CArray ycal = b.empty({m, coils});
+    b.mul(y, wcal, ycal);
+    Shape coil_shape = image;
+    coil_shape.push_back(coils);
+    CArray low = b.empty(coil_shape);
+    plan->adjoint(ycal, low);
+
+    NoncartesianSense p;
+    p.maps = sense_maps(b, low.reshaped({image[0], image[1], nz, coils}), setup.map_kernel, setup.map_stride);
+
+    // E = W^1/2 F_nu S and the weighted data W^1/2 y.
+    RArray sqrt_w = RArray::host({m});
+    for (size_t i = 0; i < m; ++i) sqrt_w.data()[i] = std::sqrt(std::max(wh.data()[i], 0.f));
+    const RArray sw = b.to_device(sqrt_w);
+    CArray yw = b.empty({m, coils});
+    b.mul(y, sw, yw);
+    p.encoding = compose({diag(be, Shape{m, coils}, sw), plan, sense(be, p.maps.reshaped(coil_shape))});
+    p.image = b.zeros(image);
+    p.solver = cg_least_squares(p.encoding, yw, p.image, setup.lambda, setup.cg);
+    return p;
+}
+
+}  // namespace larmor

@@ -1,0 +1,41 @@
+#pragma once
+// Non-Cartesian CG-SENSE (Pruessmann, Weiger, Boernert & Boesiger, "Advances in sensitivity encoding
+// with arbitrary k-space trajectories", MRM 46:638, 2001) on the operator core:
+//   E = W^1/2 F_nu S: coil maps S, the NUFFT F_nu at the trajectory, density weights W;
+//   x = argmin ||E x - W^1/2 y||^2 + lambda ||x||^2 by CG from x = 0.
+// The density weighting is the paper's (its eq. 12 uses D = the density compensation in E^H D E): it
+// makes E^H E close to the identity where k-space is covered, so CG converges in few iterations and
+// lambda stays relative to the data term as in the Cartesian case.
+// Coil maps: Walsh's method (gadgets/sense/calibration.h) on low-resolution coil images gridded from
+// the samples within `calibration_radius` cycles/FOV of the k-space centre, tapered by a Hann window in
+// |k| (no ringing in the maps); those samples are measured by every radial or spiral readout, so no
+// separate calibration scan is needed.
+#include <memory>
+
+#include "core/iter/cg.h"
+#include "core/linops/nufft.h"
+#include "gadgets/message.h"
+
+namespace larmor {
+
+struct NoncartesianSenseSetup {
+    float calibration_radius = 12.f;  // cycles per FOV
+    int map_kernel = 7, map_stride = 7;
+    float lambda = 0.01f;
+    CGOptions cg;
+};
+
+struct NoncartesianSense {
+    LinOp encoding;  // E: image [X, Y(, Z)] -> [M, C]
+    CArray maps;     // [X, Y, Z, C]
+    CArray image;    // x [X, Y(, Z)], updated by the solver
+    std::unique_ptr<ConjugateGradient> solver;
+};
+
+// plan: a NUFFT of tb's image x coils at tb's points (M = samples x readouts); weights [M] on the
+// backend, per unit k-space area (gadgets/noncart/density_weights.h).
+NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,
+                                     const std::shared_ptr<Nufft>& plan, const RArray& weights,
+                                     const NoncartesianSenseSetup& setup);
+
+}  // namespace larmor
