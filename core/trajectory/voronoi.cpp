@@ -61,7 +61,10 @@ double triangle_disk_area(Pt a, Pt b, double R) {
     for (int i = 0; i + 1 < nt; ++i) {
         const Pt p{a.x + ts[i] * d.x, a.y + ts[i] * d.y}, q{a.x + ts[i + 1] * d.x, a.y + ts[i + 1] * d.y};
         const Pt mid{(p.x + q.x) / 2.0, (p.y + q.y) / 2.0};
-        if (dot(mid, mid) <= R * R)
+        // A piece without crossings is wholly inside or outside; its ends may sit on the circle (crossings,
+        // rounding), and a tangent piece has only its midpoint there, so all three points must be inside.
+        const double in = R * R * (1.0 + 1e-12);
+        if (dot(mid, mid) <= in && dot(p, p) <= in && dot(q, q) <= in)
             area += 0.5 * cross(p, q);
         else
             area += 0.5 * R * R * std::atan2(cross(p, q), dot(p, q));
@@ -111,8 +114,9 @@ RArray density_voronoi(const RArray& coords, double kmax) {
         ++multiplicity[static_cast<size_t>(it->second)];
     }
 
-    // Bucket grid over the box [-B, B]^2 that holds every site and the disk, about 2 sites per bucket.
-    double B = kmax;
+    // Bucket grid over the box [-B, B]^2 that holds every site and the disk (with a margin, so no box edge
+    // is tangent to the circle), about 2 sites per bucket.
+    double B = 1.0625 * kmax;
     for (const Pt& p : sites) B = std::max({B, std::abs(p.x), std::abs(p.y)});
     const int G = std::max(1, static_cast<int>(std::sqrt(sites.size() / 2.0)));
     const double h = 2.0 * B / G;
