@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   std::string output;
   int matrix = 256, matrix_z = 0;
   double fov = 256.0, fov_z = 0.0;
-  std::string sampling;
+  std::string sampling, trajectory = "cartesian";
   PhantomSpec spec;
   app.add_option("-o,--output", output, "Output ISMRMRD HDF5 file (replaced if it exists)")->required();
   app.add_option("--dims", spec.dims, "2 (multi-slice) or 3 (3D encoding)")->check(CLI::IsMember({2, 3}));
@@ -35,8 +35,25 @@ int main(int argc, char** argv) {
   app.add_option("--repetitions", spec.repetitions, "Repetitions")->check(CLI::Range(1, 65535));
   app.add_option("--slices", spec.slices, "2D: slices (sections of the 3D phantom when > 1)")->check(CLI::Range(1, 65535));
   app.add_option("--seed", spec.seed, "Seed for noise, coil phases and the Poisson pattern");
+  app.add_option("--trajectory", trajectory,
+                 "cartesian | radial | golden_angle | tiny_golden | spiral (2D) | radial3d | stack_of_stars (3D, "
+                 "sets --dims 3); non-Cartesian data carry ISMRMRD traj in normalised units [-0.5, 0.5]")
+      ->check(CLI::IsMember({"cartesian", "radial", "golden_angle", "tiny_golden", "radial3d", "stack_of_stars", "spiral"}));
+  app.add_option("--spokes,--interleaves", spec.readouts,
+                 "Spokes (per partition for stack_of_stars) or spiral interleaves (default: pi/2 x matrix spokes "
+                 "[pi/2 x matrix^2 for radial3d], 16 interleaves)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--samples", spec.samples,
+                 "Samples per readout before --oversampling (default: matrix; spiral: about one per cycle/FOV of arc)")
+      ->check(CLI::Range(2, 65535));
+  app.add_option("--tiny-golden-n", spec.tiny_golden_n, "tiny_golden: N of the angle pi / (phi + N - 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--spiral-density", spec.spiral_density, "spiral: sampling density at the centre / at the edge")
+      ->check(CLI::Range(1.0, 100.0));
   CLI11_PARSE(app, argc, argv);
 
+  spec.trajectory = trajectory_from_string(trajectory);
+  if (spec.trajectory == Trajectory::radial3d || spec.trajectory == Trajectory::stack_of_stars) spec.dims = 3;
   spec.nx = spec.ny = matrix;
   spec.fov_mm[0] = spec.fov_mm[1] = fov;
   if (spec.dims == 3) {

@@ -20,6 +20,14 @@
 //    sensitivity x object in image units, and complex white noise of std sigma per sample stays sigma
 //    per pixel.
 //  * Data layout: x (readout) fastest, then y (kspace_encode_step_1), z (kspace_encode_step_2), coil.
+//  * Non-Cartesian trajectories (noncartesian.cpp, core/trajectory): each acquisition carries its k
+//    positions (ISMRMRD traj, Gadgetron's normalised units k / N in [-0.5, 0.5]) and its samples are the
+//    exact transform there, F_c(k / FOV) (k in cycles per FOV), scaled by sqrt(N_total) / V with N_total
+//    and V the reconstruction matrix and FOV (area in 2D): the value of core's forward NUFFT,
+//    N_total^{-1/2} sum_n x[n] exp(-i2pi k.(n - N/2)/N) ~ N_total^{-1/2} F(k / FOV) / dV, of the image x in
+//    image units. Without readout oversampling this is the Cartesian kspace_scale(), so at a grid point
+//    both files hold the same sample; an adjoint NUFFT with density weights of core's scaling
+//    (core/trajectory/density.h) gives the image in the same units as a Cartesian reconstruction.
 #pragma once
 
 #include <array>
@@ -32,6 +40,8 @@
 
 #include <ismrmrd/xml.h>
 
+#include "core/array.h"
+
 namespace larmor::phantom {
 
 using cdouble = std::complex<double>;
@@ -43,6 +53,19 @@ enum class Sampling {
 };
 const char* to_string(Sampling sampling);
 Sampling sampling_from_string(const std::string& name);  // "full" | "uniform" | "poisson"; throws
+
+// k-space trajectory of the imaging readouts (non-Cartesian ones are fully sampled: sampling == full).
+enum class Trajectory {
+  cartesian,       // today's lines on the encoding grid
+  radial,          // 2D, spokes uniform over 180 deg
+  golden_angle,    // 2D, spoke r at r x 111.246 deg (continues across repetitions)
+  tiny_golden,     // 2D, spoke r at r x pi / (phi + N - 1) (continues across repetitions)
+  radial3d,        // 3D kooshball (golden means), isotropic matrix
+  stack_of_stars,  // 3D: radial in kx-ky per partition, Cartesian kz, partitions turned by pi / (spokes nz)
+  spiral,          // 2D variable-density spiral, `readouts` interleaves
+};
+const char* to_string(Trajectory trajectory);
+Trajectory trajectory_from_string(const std::string& name);  // the names above; throws
 
 struct PhantomSpec {
   int dims = 2;                                  // 2 (multi-slice) or 3 (3D Fourier encoding)
@@ -59,7 +82,19 @@ struct PhantomSpec {
   std::uint64_t seed = 1;                        // drives noise, coil phases and the Poisson pattern
   int repetitions = 1;
   int slices = 1;                                // 2D only
+  Trajectory trajectory = Trajectory::cartesian;
+  int readouts = 0;             // spokes (per partition for stack_of_stars) / spiral interleaves; 0 = default
+  int samples = 0;              // samples per readout before ro_oversampling; 0 = default
+  int tiny_golden_n = 5;        // N of the tiny golden angle
+  double spiral_density = 4.0;  // spiral: sampling density at the centre / at the edge (>= 1)
 };
+
+// Readouts per partition and samples per readout (before ro_oversampling) of a non-Cartesian spec, with
+// the defaults filled in: radial 2D / stack of stars ceil(pi/2 nx) spokes of nx samples (Nyquist on the
+// rim), kooshball ceil(pi/2 nx^2) spokes, spiral 16 interleaves of about one sample per cycle/FOV of arc.
+int trajectory_readouts(const PhantomSpec& spec);
+int trajectory_samples(const PhantomSpec& spec);
+int trajectory_dimensions(const PhantomSpec& spec);  // 2 or 3 (0 for Cartesian)
 
 // Throws std::invalid_argument naming the first inconsistent field.
 void validate(const PhantomSpec& spec);
@@ -217,6 +252,16 @@ class Phantom {
   double sigma_ = 0.0;
   std::vector<cdouble> mixing_;  // sigma-scaled M, coils x coils row-major
 };
+
+// Trajectory of one repetition in cycles per FOV, [dims, samples x ro_oversampling, readouts x partitions]
+// (core/trajectory layout; partition-major for a stack of stars). Golden-angle kinds and the kooshball
+// continue their sequence across repetitions (first readout = repetition x readouts).
+larmor::RArray trajectory_coords(const PhantomSpec& spec, int repetition);
+// sqrt(N_total) / V over the reconstruction matrix and FOV (see the top of this file).
+double noncartesian_scale(const PhantomSpec& spec);
+// Noiseless samples at coords (cycles per FOV, as trajectory_coords) for one slice, float32 as stored,
+// layout [readout][coil][sample] (one ISMRMRD acquisition after another). Parallel over readouts.
+std::vector<std::complex<float>> sample_trajectory(const Phantom& phantom, int slice, const larmor::RArray& coords);
 
 // Convenience wrappers that build a Phantom for one call.
 std::vector<cdouble> kspace(const PhantomSpec& spec, int coil, int slice = 0);

@@ -11,6 +11,7 @@
 #include <ismrmrd/version.h>
 #include <ismrmrd/xml.h>
 
+#include "core/trajectory/trajectory.h"
 #include "tools/phantom/phantom.h"
 #include "tools/phantom/random.h"
 
@@ -36,6 +37,80 @@ ISMRMRD::Limit limit(int count, int centre) {
 
 float sample_time_us(const PhantomSpec& s) {
   return static_cast<float>(1e6 / (kBandwidthPerPixelHz * s.nx * s.ro_oversampling));
+}
+
+// Imaging readouts of a non-Cartesian spec: per repetition and slice, the trajectory (normalised units in
+// the file), the exact samples (parallel), noise per readout (its own stream), appended in order.
+void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD::AcquisitionHeader& base,
+                        std::uint32_t& scan_counter, std::uint32_t& stamp, WriteResult& result) {
+  const PhantomSpec& s = ph.spec();
+  const int dims = trajectory_dimensions(s), nc = s.coils;
+  const int n = trajectory_samples(s) * s.ro_oversampling, per_partition = trajectory_readouts(s);
+  const int partitions = s.trajectory == Trajectory::stack_of_stars ? s.nz : 1;
+  const larmor::Shape image = dims == 3 ? larmor::Shape{static_cast<size_t>(s.nx), static_cast<size_t>(s.ny),
+                                                        static_cast<size_t>(s.nz)}
+                                        : larmor::Shape{static_cast<size_t>(s.nx), static_cast<size_t>(s.ny)};
+  const std::size_t line = static_cast<std::size_t>(n) * nc;
+  ISMRMRD::Acquisition acq(static_cast<std::uint16_t>(n), static_cast<std::uint16_t>(nc), static_cast<std::uint16_t>(dims));
+  ISMRMRD::AcquisitionHeader head = base;
+  head.number_of_samples = static_cast<std::uint16_t>(n);
+  head.trajectory_dimensions = static_cast<std::uint16_t>(dims);
+  // A spiral starts at the centre; a spoke crosses it at sample n/2.
+  head.center_sample = static_cast<std::uint16_t>(s.trajectory == Trajectory::spiral ? 0 : n / 2);
+  const bool repeats = s.trajectory == Trajectory::radial || s.trajectory == Trajectory::stack_of_stars ||
+                       s.trajectory == Trajectory::spiral;
+  larmor::RArray coords, normalised;
+  for (int rep = 0; rep < s.repetitions; ++rep) {
+    if (rep == 0 || !repeats) {
+      coords = trajectory_coords(s, rep);
+      normalised = larmor::trajectory::cycles_to_normalised(coords, image);
+    }
+    for (int slice = 0; slice < s.slices; ++slice) {
+      std::vector<std::complex<float>> data = sample_trajectory(ph, slice, coords);
+      const int total = per_partition * partitions;
+#pragma omp parallel for schedule(static)
+      for (int r = 0; r < total; ++r)
+        ph.add_noise(data.data() + static_cast<std::size_t>(r) * line, n,
+                     detail::mix(detail::mix(detail::mix(detail::mix(kImagingTag, rep), slice), r / per_partition),
+                                 r % per_partition));
+      for (int r = 0; r < total; ++r) {
+        const int e1 = r % per_partition, e2 = r / per_partition;
+        head.clearAllFlags();
+        if (e1 == 0) head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_ENCODE_STEP1);
+        if (e1 + 1 == per_partition) head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_ENCODE_STEP1);
+        if (r == 0) {
+          head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_ENCODE_STEP2);
+          head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_SLICE);
+          if (slice == 0) head.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_REPETITION);
+        }
+        if (r + 1 == total) {
+          head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_ENCODE_STEP2);
+          head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
+          if (slice + 1 == s.slices) {
+            head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_REPETITION);
+            if (rep + 1 == s.repetitions) head.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_MEASUREMENT);
+          }
+        }
+        ISMRMRD::ISMRMRD_EncodingCounters idx{};
+        idx.kspace_encode_step_1 = static_cast<std::uint16_t>(e1);
+        idx.kspace_encode_step_2 = static_cast<std::uint16_t>(e2);
+        idx.slice = static_cast<std::uint16_t>(slice);
+        idx.repetition = static_cast<std::uint16_t>(rep);
+        head.idx = idx;
+        head.position[2] = static_cast<float>(ph.slice_position(slice));
+        head.scan_counter = ++scan_counter;
+        head.acquisition_time_stamp = stamp;
+        stamp += kTicksPerTr;
+        acq.setHead(head);  // same sizes: the buffers are kept
+        std::copy(data.begin() + static_cast<std::ptrdiff_t>(r * line),
+                  data.begin() + static_cast<std::ptrdiff_t>((r + 1) * line), acq.data_begin());
+        const float* t = normalised.data() + static_cast<std::size_t>(r) * n * dims;
+        std::copy(t, t + static_cast<std::size_t>(n) * dims, acq.traj_begin());
+        dset.appendAcquisition(acq);
+        ++result.imaging_acquisitions;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -101,6 +176,26 @@ ISMRMRD::IsmrmrdHeader make_header(const PhantomSpec& s) {
   enc.encodingLimits.set = limit(1, 0);
   enc.encodingLimits.segment = limit(1, 0);
   enc.trajectory = ISMRMRD::TrajectoryType::CARTESIAN;
+  if (s.trajectory != Trajectory::cartesian) {
+    // Readout index (spoke / interleave) in e1, the partition of a stack of stars in e2.
+    const int readouts = trajectory_readouts(s);
+    enc.encodingLimits.kspace_encoding_step_1 = limit(readouts, 0);
+    if (s.trajectory != Trajectory::stack_of_stars) enc.encodingLimits.kspace_encoding_step_2 = limit(1, 0);
+    switch (s.trajectory) {
+      case Trajectory::radial:
+      case Trajectory::stack_of_stars: enc.trajectory = ISMRMRD::TrajectoryType::RADIAL; break;
+      case Trajectory::golden_angle:
+      case Trajectory::tiny_golden: enc.trajectory = ISMRMRD::TrajectoryType::GOLDENANGLE; break;
+      case Trajectory::spiral: enc.trajectory = ISMRMRD::TrajectoryType::SPIRAL; break;
+      default: enc.trajectory = ISMRMRD::TrajectoryType::OTHER; break;
+    }
+    ISMRMRD::TrajectoryDescription desc;
+    desc.identifier = std::string("larmor.") + to_string(s.trajectory);
+    desc.userParameterLong.push_back({"readouts", readouts});
+    desc.userParameterLong.push_back({"samples", trajectory_samples(s) * s.ro_oversampling});
+    desc.comment = std::string("recomputed by larmor-phantom from the larmor.trajectory.* user parameters");
+    enc.trajectoryDescription = desc;
+  }
   if (s.sampling != Sampling::full) {
     ISMRMRD::ParallelImaging pi;
     pi.accelerationFactor.kspace_encoding_step_1 = static_cast<unsigned short>(s.accel_y);
@@ -128,6 +223,27 @@ ISMRMRD::IsmrmrdHeader make_header(const PhantomSpec& s) {
       {"larmor.phantom.object", s.dims == 2 && s.slices == 1 ? "modified Shepp-Logan 2D (Toft)"
                                                               : "modified Shepp-Logan 3D (Koay/Schabel)"});
   user.userParameterDouble.push_back({"larmor.phantom.snr", s.snr});
+  if (s.trajectory != Trajectory::cartesian) {
+    // Everything a server needs to recompute the trajectory (core/trajectory with these parameters).
+    user.userParameterString.push_back({"larmor.trajectory.kind", to_string(s.trajectory)});
+    user.userParameterString.push_back(
+        {"larmor.trajectory.units", "normalised: traj = k / N per axis, k in cycles per FOV, range [-0.5, 0.5]"});
+    user.userParameterLong.push_back({"larmor.trajectory.readouts", trajectory_readouts(s)});
+    user.userParameterLong.push_back({"larmor.trajectory.samples", trajectory_samples(s)});
+    user.userParameterLong.push_back({"larmor.trajectory.oversampling", s.ro_oversampling});
+    user.userParameterLong.push_back({"larmor.trajectory.dimensions", trajectory_dimensions(s)});
+    if (s.trajectory == Trajectory::stack_of_stars) {
+      user.userParameterLong.push_back({"larmor.trajectory.partitions", s.nz});
+      user.userParameterLong.push_back({"larmor.trajectory.rotate_partitions", 1});
+    }
+    if (s.trajectory == Trajectory::tiny_golden)
+      user.userParameterLong.push_back({"larmor.trajectory.tiny_golden_n", s.tiny_golden_n});
+    if (s.trajectory == Trajectory::golden_angle || s.trajectory == Trajectory::tiny_golden ||
+        s.trajectory == Trajectory::radial3d)
+      user.userParameterString.push_back({"larmor.trajectory.continuation", "first readout = repetition x readouts"});
+    if (s.trajectory == Trajectory::spiral)
+      user.userParameterDouble.push_back({"larmor.trajectory.spiral_density", s.spiral_density});
+  }
   h.userParameters = user;
   return h;
 }
@@ -206,6 +322,11 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
         ++result.noise_acquisitions;
       }
     }
+  }
+  if (s.trajectory != Trajectory::cartesian) {
+    write_noncartesian(ph, dset, head, scan_counter, stamp, result);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return result;
   }
   head.center_sample = static_cast<std::uint16_t>(nx_enc / 2);
 

@@ -1,0 +1,117 @@
+// Analytic density compensation: radial ramps with their DC corrections and Hoge's spiral formula
+// (see density.h for the scaling and the citations; Voronoi weights are in voronoi.cpp).
+#include "core/trajectory/density.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace larmor::trajectory {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Checks a host [dims, n, readouts] array with dims in [min_dims, 3] and n >= 2.
+void check_coords(const RArray& k, int min_dims, const char* who) {
+    if (k.device() != Device::Cpu || k.shape().rank() != 3 || k.shape()[0] < static_cast<size_t>(min_dims) ||
+        k.shape()[0] > 3 || k.shape()[1] < 2 || k.shape()[2] < 1)
+        throw std::invalid_argument(std::string(who) + ": coordinates must be a host [" + std::to_string(min_dims) +
+                                    "..3, samples >= 2, readouts] array, got " + k.shape().str());
+}
+
+// Distance between the first two samples of readout 0: the sample spacing along a spoke.
+double spoke_step(const RArray& k, int dims_used) {
+    const size_t d = k.shape()[0];
+    const float* p = k.data();
+    double s2 = 0.0;
+    for (int a = 0; a < dims_used; ++a) s2 += std::pow(static_cast<double>(p[d + a]) - p[a], 2);
+    if (!(s2 > 0.0)) throw std::invalid_argument("density: samples 0 and 1 of readout 0 coincide; not a radial spoke");
+    return std::sqrt(s2);
+}
+
+// Ramp weights for radial spokes: w = c |k|^power outside the centre, `dc` at the centre, where the
+// radius uses the first dims_used axes. spokes_per_group is the number of spokes sharing a circle.
+RArray ramp(const RArray& k, int dims_used, int power, double c, double dc, double dk) {
+    const size_t d = k.shape()[0], n = k.shape()[1], readouts = k.shape()[2];
+    RArray w = RArray::host(Shape{n, readouts});
+    const float* p = k.data();
+    float* out = w.data();
+    for (size_t i = 0; i < n * readouts; ++i, p += d) {
+        double r2 = 0.0;
+        for (int a = 0; a < dims_used; ++a) r2 += static_cast<double>(p[a]) * p[a];
+        const double r = std::sqrt(r2);
+        out[i] = static_cast<float>(r < 1e-3 * dk ? dc : c * std::pow(r, power));
+    }
+    return w;
+}
+
+}  // namespace
+
+RArray density_radial_2d(const RArray& coords) {
+    check_coords(coords, 2, "density_radial_2d");
+    const double spokes = static_cast<double>(coords.shape()[2]), dk = spoke_step(coords, 2);
+    return ramp(coords, 2, 1, kPi * dk / spokes, kPi * dk * dk / 4.0 / spokes, dk);
+}
+
+RArray density_stack_of_stars(const RArray& coords, int partitions) {
+    check_coords(coords, 3, "density_stack_of_stars");
+    if (partitions < 1 || coords.shape()[2] % static_cast<size_t>(partitions) != 0)
+        throw std::invalid_argument("density_stack_of_stars: partitions " + std::to_string(partitions) +
+                                    " does not divide the " + std::to_string(coords.shape()[2]) + " readouts");
+    const double spokes = static_cast<double>(coords.shape()[2] / static_cast<size_t>(partitions));
+    const double dk = spoke_step(coords, 2);
+    return ramp(coords, 2, 1, kPi * dk / spokes, kPi * dk * dk / 4.0 / spokes, dk);  // x dkz = 1
+}
+
+RArray density_radial_3d(const RArray& coords) {
+    check_coords(coords, 3, "density_radial_3d");
+    const double spokes = static_cast<double>(coords.shape()[2]), dk = spoke_step(coords, 3);
+    return ramp(coords, 3, 2, 2.0 * kPi * dk / spokes, kPi * dk * dk * dk / 6.0 / spokes, dk);
+}
+
+RArray density_hoge(const RArray& coords) {
+    check_coords(coords, 2, "density_hoge");
+    if (coords.shape()[0] != 2) throw std::invalid_argument("density_hoge: needs a 2D trajectory, got " + coords.shape().str());
+    const size_t n = coords.shape()[1], arms = coords.shape()[2];
+    RArray w = RArray::host(Shape{n, arms});
+    for (size_t a = 0; a < arms; ++a) {
+        const float* k = coords.data() + 2 * n * a;
+        auto kx = [&](size_t j) { return static_cast<double>(k[2 * j]); };
+        auto ky = [&](size_t j) { return static_cast<double>(k[2 * j + 1]); };
+        auto radius = [&](size_t j) { return std::hypot(kx(j), ky(j)); };
+        float* out = w.data() + n * a;
+        for (size_t j = 0; j < n; ++j) {
+            const size_t lo = j ? j - 1 : 0, hi = j + 1 < n ? j + 1 : n - 1;
+            const double r = radius(j);
+            if (r < 1e-9) {
+                // The common start of the arms: the disk up to half the next sample, shared by all arms.
+                const double r1 = radius(std::min(n - 1, j + 1));
+                out[j] = static_cast<float>(kPi * r1 * r1 / 4.0 / static_cast<double>(arms));
+                continue;
+            }
+            // g per dwell (central difference) and its component across the radius: |g| |sin(arg g - arg k)|.
+            const double gx = (kx(hi) - kx(lo)) / static_cast<double>(hi - lo), gy = (ky(hi) - ky(lo)) / static_cast<double>(hi - lo);
+            const double across = std::abs(gx * ky(j) - gy * kx(j)) / r;
+            // Local radial spacing of neighbouring arms: (2 pi / arms) dr/dtheta, angles unwrapped pairwise.
+            const double dtheta = std::atan2(kx(lo) * ky(hi) - ky(lo) * kx(hi), kx(lo) * kx(hi) + ky(lo) * ky(hi));
+            const double dr = radius(hi) - radius(lo);
+            const double spacing = std::abs(dtheta) > 0.0 ? 2.0 * kPi / static_cast<double>(arms) * std::abs(dr / dtheta) : 0.0;
+            out[j] = static_cast<float>(across * spacing);
+        }
+    }
+    return w;
+}
+
+const char* to_string(DensityKind kind) {
+    switch (kind) {
+        case DensityKind::radial_2d: return "radial_2d";
+        case DensityKind::stack_of_stars: return "stack_of_stars";
+        case DensityKind::radial_3d: return "radial_3d";
+        case DensityKind::voronoi: return "voronoi";
+        case DensityKind::hoge: return "hoge";
+    }
+    return "?";
+}
+
+}  // namespace larmor::trajectory
