@@ -17,6 +17,7 @@ std::unique_ptr<Gadget> make_gadget(const config::Gadget& g) {
     case G::kCoilCombine: return make_coil_combine(g.coil_combine());
     case G::kImageFinish: return make_image_finish(g.image_finish());
     case G::kCgSense: return make_cg_sense(g.cg_sense());
+    case G::kUltrasoundPlanewave: return make_ultrasound_planewave(g.ultrasound_planewave());
     case G::KIND_NOT_SET: break;
     }
     throw ConfigError("gadget entry" + (g.name().empty() ? std::string() : " '" + g.name() + "'") +

@@ -1,0 +1,50 @@
+#pragma once
+// Plane-wave ultrasound imaging by Stolt's f-k migration (Stolt, Geophysics 43:23, 1978), in the
+// plane-wave form of Garcia et al., "Stolt's f-k migration for plane wave ultrasound imaging", IEEE
+// TUFFC 60:1853 (2013), run as the GPU pipeline of Sumanaweera & Liu, GPU Gems 2 ch. 48.5.3: a 2D
+// FFT of the element signals, the frequency remap f_t -> f_z, an inverse 2D FFT and the envelope.
+//
+// Geometry (the conventions every caller shares):
+//  * rf is [Nt, Nx]: time sample n of element e at n + e Nt (time fastest, one column per element).
+//    Sample n is taken at t = n / fs after the transmit, t = 0 being the instant the plane wavefront
+//    crosses the array (z = 0).
+//  * Element e sits at x_e = (e - (Nx - 1) / 2) pitch, the array centred on x = 0.
+//  * The image is [Nz, Nx] with Nz = Nt: column j is the line below element j (x = x_j), row i is at
+//    depth z_i = i dz, dz = c / (2 fs) (one time sample of the two-way path at normal incidence).
+#include <memory>
+
+#include "core/backend.h"
+
+namespace larmor {
+
+struct PlaneWaveGeometry {
+    double pitch_m = 0.3e-3;        // element spacing
+    double sampling_hz = 20e6;      // fs
+    double sound_speed_m_s = 1540;  // c
+    double angle_rad = 0.0;         // transmit steering angle; only 0 (unsteered) is supported
+};
+
+struct StoltOptions {
+    // Accuracy of the remap (the NUFFT's relative L2 tolerance, core/linops/nufft.h).
+    double tolerance = 1e-4;
+};
+
+struct StoltImage {
+    // Analytic image [Nz, Nx] on the backend's device: its modulus is the envelope (B-mode before log
+    // compression), its real part the migrated RF.
+    CArray analytic;
+    double dz_m = 0.0;  // depth of row i = i dz
+    double dx_m = 0.0;  // lateral spacing (= pitch); column j at (j - (Nx - 1) / 2) dx
+};
+
+// Migrates one plane-wave shot. rf: [Nt, Nx] on `be`'s device (or the host), real RF data held as
+// complex (imaginary part zero) or already analytic (I/Q) data. Throws std::invalid_argument naming
+// the offending value for an empty or rank != 2 input, non-positive or non-finite geometry, or a
+// non-zero steering angle.
+StoltImage stolt_migrate(const std::shared_ptr<Backend>& be, const CArray& rf, const PlaneWaveGeometry& geometry,
+                         const StoltOptions& options = {});
+
+// The envelope |analytic| downloaded to the host, [Nz, Nx].
+RArray envelope(Backend& be, const CArray& analytic);
+
+}  // namespace larmor
