@@ -124,6 +124,7 @@ private:
         const auto t0 = std::chrono::steady_clock::now();
         StoltOptions opts;
         opts.tolerance = tolerance_;
+        opts.mapping = cfg_.mapping() == config::STOLT_EXACT ? StoltMapping::Exact : StoltMapping::ExplodingReflector;
         const StoltImage img = stolt_migrate(backend_, rf_, geometry_, opts);
         emit(img, out);
         spdlog::info("[{}] UltrasoundPlaneWave: {} samples x {} elements migrated in {:.1f} ms", session_, samples_,
@@ -166,6 +167,7 @@ private:
         arr.meta.set("UltrasoundDepthSpacing_mm", img.dz_m * 1e3);
         arr.meta.set("UltrasoundLateralSpacing_mm", img.dx_m * 1e3);
         arr.meta.set("UltrasoundSoundSpeed_m_s", geometry_.sound_speed_m_s);
+        arr.meta.set("UltrasoundStoltMapping", cfg_.mapping() == config::STOLT_EXACT ? "exact" : "exploding reflector");
         arr.meta.set("ImageComment", "Plane-wave Stolt f-k migration, analytic image (envelope = magnitude)");
         out.emit(std::move(arr));
     }

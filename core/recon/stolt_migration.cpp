@@ -34,7 +34,8 @@ size_t even_at_least(size_t v) { return v + (v & 1u); }
 //         I(k_x, f') = S(k_x, f(k_x, f')) f' / f,   f = sign(f') sqrt(f'^2 + v^2 k_x^2)
 //     (their eqs. 9-10 with the Jacobian df'/df = f'/f; Stolt 1978 eq. 21), where S is the 2D Fourier
 //     transform of the RF data s(t, x), k_x the lateral wavenumber (cycles/m) and f' the output
-//     temporal frequency; z = c t' / 2.
+//     temporal frequency; z = c t' / 2. StoltMapping::Exact uses the exact 0-deg relation instead,
+//     f = f' + c^2 k_x^2 / (4 f') with Jacobian 1 - (k_x / k_z)^2 (Lu 1997), zero where |k_x| > k_z.
 //  2. The remap as one NUFFT. S is needed at the non-uniform f(k_x, f') of every output (k_x, f') but
 //     only at lateral wavenumbers on the FFT grid. S(k_x, f) there is the DTFT of the sampled data,
 //     i.e. the type-2 NUFFT of s(t, x) at the points (f Nt dt, k_x Nx2 pitch) in cycles per FOV, the
@@ -81,6 +82,7 @@ StoltImage stolt_migrate(const std::shared_ptr<Backend>& be_ptr, const CArray& r
     const double t0 = static_cast<double>(nt / 2) * dt;
     const double norm = std::sqrt(static_cast<double>(nt) / static_cast<double>(nz2));
     const double half_band = 0.5 * g.sampling_hz;
+    const bool exact = options.mapping == StoltMapping::Exact;
 
     // Points (f Nt dt, k_x index) for every output (f'_j, k_x,l), j fastest, and their weights.
     const size_t m = nz2 * nx2;
@@ -94,17 +96,28 @@ StoltImage stolt_migrate(const std::shared_ptr<Backend>& be_ptr, const CArray& r
         for (size_t j = 0; j < nz2; ++j) {
             const size_t p = j + l * nz2;
             const double fo = (static_cast<double>(j) - static_cast<double>(nz2 / 2)) / (static_cast<double>(nz2) * dt);
-            const double fi = std::copysign(std::sqrt(fo * fo + v * v * kx * kx), fo);
             k[2 * p + 1] = static_cast<float>(kx_index);
-            if (fo <= 0.0 || std::abs(fi) > half_band) {
-                // Negative f': removed by the analytic-signal filter. |f| > fs/2: no data there. f' = 0
-                // (the DC row) carries no echo of a band-pass pulse: dropped with the negative half.
+            // The input frequency f of this output and the Jacobian df/df' of Stolt's change of
+            // variables, I(k_x, f') = S(k_x, f(f')) df/df' (Garcia: f'/f; exact: 1 - (k_x / k_z)^2).
+            double fi = 0.0, jacobian = 0.0;
+            bool defined = fo > 0.0;
+            if (defined && exact) {
+                const double q = c * c * kx * kx / (4.0 * fo * fo);  // (k_x / k_z)^2
+                defined = q <= 1.0;  // beyond: no propagating echo maps there
+                fi = fo * (1.0 + q);
+                jacobian = 1.0 - q;
+            } else if (defined) {
+                fi = std::sqrt(fo * fo + v * v * kx * kx);
+                jacobian = fo / fi;
+            }
+            if (!defined || fi > half_band) {
+                // f' <= 0: removed by the analytic-signal filter (f' = 0, the DC row, carries no echo of
+                // a band-pass pulse). |f| > fs/2: no data there.
                 k[2 * p] = 0.f;
                 w[p] = cfloat(0.f, 0.f);
                 continue;
             }
             k[2 * p] = static_cast<float>(fi * static_cast<double>(nt) * dt);
-            const double jacobian = fo / fi;
             const double phase = -2.0 * kPi * (fi - fo) * t0;
             w[p] = std::complex<float>(std::polar(2.0 * jacobian * norm, phase));
         }

@@ -24,7 +24,20 @@ struct PlaneWaveGeometry {
     double angle_rad = 0.0;         // transmit steering angle; only 0 (unsteered) is supported
 };
 
+// The f_t -> f_z remap (output temporal frequency f' = c k_z / 2, lateral wavenumber k_x in cycles/m).
+enum class StoltMapping {
+    // Garcia et al. 2013, eqs. 7-10: the exploding-reflector model with v = c / sqrt(2) at 0 deg,
+    // f = sqrt(f'^2 + v^2 k_x^2). The two-way time is fitted by a hyperbola, exact to second order in
+    // k_x: positions are right, the widest angles are slightly defocused.
+    ExplodingReflector,
+    // The exact 0-deg relation of a plane-wave transmit and a spherical echo (Lu, IEEE TUFFC 44:839,
+    // 1997; Cheng & Lu, IEEE TUFFC 53:1990, 2006): k_z = f / c + sqrt(f^2 / c^2 - k_x^2), i.e.
+    // f = f' + c^2 k_x^2 / (4 f'), defined where |k_x| <= k_z.
+    Exact,
+};
+
 struct StoltOptions {
+    StoltMapping mapping = StoltMapping::ExplodingReflector;
     // Accuracy of the remap (the NUFFT's relative L2 tolerance, core/linops/nufft.h).
     double tolerance = 1e-4;
 };
