@@ -1,0 +1,202 @@
+// The NUFFT operator (core/linops/nufft.h): adjoint (gridding), forward and set_points, on the CPU
+// backend and (when a device exists) on CUDA. Cases (first argument):
+//   0  2D 256^2, 504 spokes x 512 samples (258,048 points) x 3 coils: the radial case of Schiwietz et
+//      al. (equally spaced angles), k in [-128, 128)
+//   1  2D 256^2, golden-angle radial, 402 spokes x 512 samples (205,824 points) x 32 coils
+//   2  3D 128^3, kooshball: 4096 spokes (a Fibonacci spiral of directions) x 512 samples (2,097,152
+//      points) x 8 coils, k in [-64, 64)
+// Second argument: the tolerance's exponent (3: 1e-3, 5: 1e-5); sigma = 2.
+// CPU: wall clock per call (the plan made once). GPU: CUDA events around kBatch back-to-back calls
+// after a warm-up, the stream gated until all are queued (bench/gpu_timing.h); reported per call.
+// Counters: points/s = M x coils / time. Run with --benchmark_filter=Cpu/[01] to skip the 3D CPU case
+// (a 256^3 x 8 grid: 1 GiB, seconds per call on a laptop).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+#include "core/linops/nufft.h"
+
+#ifdef LARMOR_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "bench/gpu_timing.h"
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace {
+
+using larmor::CArray;
+using larmor::RArray;
+using larmor::Shape;
+
+constexpr int kBatch = 10;
+
+struct Case {
+    Shape image;
+    size_t coils;
+    RArray k;
+};
+
+// Samples along a spoke: k = -N/2 .. N/2 - N/512 (512 samples, BART's half-open range).
+double radius(size_t i, size_t samples, double n) { return (double(i) - double(samples) / 2) * n / double(samples); }
+
+Case make_case(int id) {
+    const double pi = std::acos(-1.0);
+    Case c;
+    const size_t samples = 512;
+    if (id == 0 || id == 1) {
+        const size_t spokes = id == 0 ? 504 : 402;
+        c.image = {256, 256};
+        c.coils = id == 0 ? 3 : 32;
+        c.k = RArray::host({2, spokes * samples});
+        const double golden = pi * (std::sqrt(5.0) - 1.0) / 2.0;
+        for (size_t s = 0; s < spokes; ++s) {
+            const double th = id == 0 ? pi * double(s) / double(spokes) : golden * double(s);
+            for (size_t i = 0; i < samples; ++i) {
+                const double r = radius(i, samples, 256);
+                c.k.data()[2 * (s * samples + i)] = float(r * std::cos(th));
+                c.k.data()[2 * (s * samples + i) + 1] = float(r * std::sin(th));
+            }
+        }
+    } else {
+        const size_t spokes = 4096;
+        c.image = {128, 128, 128};
+        c.coils = 8;
+        c.k = RArray::host({3, spokes * samples});
+        for (size_t s = 0; s < spokes; ++s) {
+            const double z = 1.0 - 2.0 * (double(s) + 0.5) / double(spokes), rr = std::sqrt(1 - z * z);
+            const double ph = double(s) * pi * (3.0 - std::sqrt(5.0));
+            const double d[3] = {rr * std::cos(ph), rr * std::sin(ph), z};
+            for (size_t i = 0; i < samples; ++i)
+                for (int a = 0; a < 3; ++a)
+                    c.k.data()[3 * (s * samples + i) + size_t(a)] = float(radius(i, samples, 128) * d[a]);
+        }
+    }
+    return c;
+}
+
+void fill(CArray& h) {
+    uint32_t s = 12345u;
+    for (size_t i = 0; i < h.size(); ++i) {
+        s = s * 1664525u + 1013904223u;
+        const float re = float(s >> 8) / float(1u << 24) - 0.5f;
+        s = s * 1664525u + 1013904223u;
+        h.data()[i] = larmor::cfloat(re, float(s >> 8) / float(1u << 24) - 0.5f);
+    }
+}
+
+enum class Op { Adjoint, Forward, SetPoints };
+
+template <class F>
+void guarded(benchmark::State& state, F&& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+    }
+}
+
+void run_cpu(benchmark::State& state, Op what) {
+    const Case c = make_case(int(state.range(0)));
+    const larmor::NufftOptions opts{std::pow(10.0, -double(state.range(1))), 2.0};
+    auto be = larmor::make_cpu_backend();
+    auto op = larmor::Nufft::create(be, c.image, c.coils, c.k, opts);
+    CArray x = be->empty(op->ishape()), y = be->empty(op->oshape());
+    fill(x);
+    fill(y);
+    auto call = [&] {
+        if (what == Op::Adjoint) op->adjoint(y, x);
+        else if (what == Op::Forward) op->forward(x, y);
+        else op->set_points(c.k);
+    };
+    call();  // FFTW plans, scratch
+    for (auto _ : state) {
+        call();
+        benchmark::DoNotOptimize(x.data());
+    }
+    state.counters["points/s"] = benchmark::Counter(double(op->points() * c.coils), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["width"] = op->grid().width;
+    state.SetLabel(be->describe());
+}
+
+void BM_NufftAdjointCpu(benchmark::State& s) { guarded(s, [&] { run_cpu(s, Op::Adjoint); }); }
+void BM_NufftForwardCpu(benchmark::State& s) { guarded(s, [&] { run_cpu(s, Op::Forward); }); }
+void BM_NufftSetPointsCpu(benchmark::State& s) { guarded(s, [&] { run_cpu(s, Op::SetPoints); }); }
+
+#ifdef LARMOR_WITH_CUDA
+void run_gpu(benchmark::State& state, Op what) {
+    if (!larmor::cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    const Case c = make_case(int(state.range(0)));
+    const larmor::NufftOptions opts{std::pow(10.0, -double(state.range(1))), 2.0};
+    auto be = larmor::make_cuda_backend();
+    const RArray kd = be->to_device(c.k);
+    auto op = larmor::Nufft::create(be, c.image, c.coils, kd, opts);
+    CArray hx = be->host_staging(op->ishape()), hy = be->host_staging(op->oshape());
+    fill(hx);
+    fill(hy);
+    CArray x = be->to_device(hx), y = be->to_device(hy);
+    auto call = [&] {
+        if (what == Op::Adjoint) op->adjoint(y, x);
+        else if (what == Op::Forward) op->forward(x, y);
+        else op->set_points(kd);
+    };
+    if (what == Op::SetPoints) {
+        // set_points validates on the host (a download, then an upload): wall clock, synchronised.
+        call();
+        be->synchronize();
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            call();
+            be->synchronize();
+            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+    } else {
+        const cudaStream_t stream = larmor::cuda::backend_stream(*be);
+        larmor::bench::Events ev;
+        auto run = [&] {
+            for (int i = 0; i < kBatch; ++i) call();
+        };
+        ev.time(stream, run, nullptr, false, kBatch);
+        for (int i = 0; i < 3; ++i) ev.time(stream, run, nullptr, true, kBatch);  // warm-up
+        double host_seconds = 0;
+        for (auto _ : state) state.SetIterationTime(ev.time(stream, run, &host_seconds, true, kBatch));
+        state.counters["host_us_per_call"] = host_seconds / (double(state.iterations()) * kBatch) * 1e6;
+    }
+    state.counters["points/s"] = benchmark::Counter(double(op->points() * c.coils), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["width"] = op->grid().width;
+    state.SetLabel(be->describe());
+}
+
+void BM_NufftAdjointGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Adjoint); }); }
+void BM_NufftForwardGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Forward); }); }
+void BM_NufftSetPointsGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::SetPoints); }); }
+#endif
+
+void cases(benchmark::internal::Benchmark* b) {
+    for (int id : {0, 1, 2})
+        for (int tol : {3, 5}) b->Args({id, tol});
+    b->ArgNames({"case", "tol_exp"});
+}
+void point_cases(benchmark::internal::Benchmark* b) {
+    for (int id : {0, 1, 2}) b->Args({id, 3});
+    b->ArgNames({"case", "tol_exp"});
+}
+
+}  // namespace
+
+BENCHMARK(BM_NufftAdjointCpu)->Apply(cases)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_NufftForwardCpu)->Apply(cases)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_NufftSetPointsCpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseRealTime();
+#ifdef LARMOR_WITH_CUDA
+BENCHMARK(BM_NufftAdjointGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK(BM_NufftForwardGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK(BM_NufftSetPointsGpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseManualTime();
+#endif
