@@ -13,10 +13,14 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
 #include "tests/support/backends.h"
 #include "tests/support/gadget_harness.h"
+#include "tests/support/ismrmrd_files.h"
+#include "tests/support/server_process.h"
 #include "tools/phantom/ultrasound.h"
 
 namespace larmor {
@@ -92,7 +96,7 @@ Peak find_peak(const RArray& env, double row, double col, long rows, long cols) 
     p.row = double(bi) + parabolic(at(bi - 1, bj), at(bi, bj), at(bi + 1, bj));
     p.col = double(bj) + parabolic(at(bi, bj - 1), at(bi, bj), at(bi, bj + 1));
     p.value = at(bi, bj);
-    std::vector<double> axial(size_t(nz)), lateral(size_t(nx));
+    std::vector<double> axial(static_cast<size_t>(nz)), lateral(static_cast<size_t>(nx));
     for (long i = 0; i < nz; ++i)
         axial[size_t(i)] = at(i, bj);
     for (long j = 0; j < nx; ++j)
@@ -216,14 +220,12 @@ TEST_P(StoltMigration, GadgetChainGivesTheSameImage) {
     spec.targets = {{0.0, 8.0, 1.0}, {-3.0, 11.0, 0.5}};
     const size_t nt = size_t(phantom::ultrasound_samples(spec)), nx = size_t(spec.elements);
     const std::vector<float> rf = phantom::simulate_plane_wave(spec);
-    std::vector<Message> input;
+    std::vector<Acquisition> acqs(nx);
     for (size_t e = 0; e < nx; ++e) {
-        Acquisition acq;
-        acq.head = phantom::ultrasound_acquisition_header(spec, int(e));
-        for (size_t n = 0; n < nt; ++n)
-            acq.data.emplace_back(rf[e * nt + n], 0.f);
-        input.push_back(std::move(acq));
+        acqs[e].head = phantom::ultrasound_acquisition_header(spec, int(e));
+        for (size_t n = 0; n < nt; ++n) acqs[e].data.emplace_back(rf[e * nt + n], 0.f);
     }
+    const std::vector<Message> input(acqs.begin(), acqs.end());
     const config::Chain chain = load_chain_file(LARMOR_SOURCE_DIR "/config", "ultrasound_planewave");
     std::vector<std::unique_ptr<Gadget>> gadgets;
     for (const auto& g : chain.gadget())
@@ -255,6 +257,43 @@ TEST_P(StoltMigration, GadgetChainGivesTheSameImage) {
     }
     EXPECT_GT(peak, 1.0);
     EXPECT_LE(diff, 1e-6 * peak);
+}
+
+// End to end: larmor-phantom's file through larmor-client to larmor-server's ultrasound_planewave
+// chain; the envelope image written back shows every target at its true position.
+TEST(UltrasoundServer, PhantomFileThroughClientAndServer) {
+    if (::access(test::client_binary().c_str(), X_OK) != 0 || ::access(test::server_binary().c_str(), X_OK) != 0)
+        GTEST_SKIP() << "larmor-server / larmor-client not built";
+    UltrasoundSpec spec = standard_probe();
+    spec.elements = 64;
+    spec.depth_mm = 14.0;
+    spec.targets = {{0.0, 6.0, 1.0}, {2.5, 11.0, 1.0}};
+    const std::string stem = "/tmp/larmor-us-" + std::to_string(::getpid());
+    const std::string in = stem + "-in.h5", out = stem + "-out.h5";
+    phantom::write_ultrasound_dataset(spec, in);
+    test::ServerProcess server({"--backend", "cpu"});
+    const auto r = test::run_process({test::client_binary(), "-a", "127.0.0.1", "-p", std::to_string(server.port()),
+                                      "-f", in, "-c", "ultrasound_planewave", "-o", out, "-G", "us"},
+                                     std::chrono::seconds(300));
+    ::unlink(in.c_str());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto images = ::access(out.c_str(), F_OK) == 0 ? test::read_images(out, "us") : std::vector<test::FileImage>{};
+    ::unlink(out.c_str());
+    ASSERT_EQ(images.size(), 1u) << r.output;
+    const size_t nt = size_t(phantom::ultrasound_samples(spec)), nx = size_t(spec.elements);
+    ASSERT_EQ(images[0].matrix[0], nt);
+    ASSERT_EQ(images[0].matrix[1], nx);
+    ASSERT_EQ(images[0].values.size(), nt * nx);
+    RArray env = RArray::host({nt, nx});
+    for (size_t i = 0; i < nt * nx; ++i) env.data()[i] = float(images[0].values[i]);
+    const double lambda = phantom::wavelength_mm(spec);
+    const double dz_mm = spec.sound_speed_m_s / (2 * spec.sampling_hz) * 1e3;
+    for (const PointTarget& t : spec.targets) {
+        const double row = t.z_mm / dz_mm, col = t.x_mm / spec.pitch_mm + 0.5 * (spec.elements - 1);
+        const Peak p = find_peak(env, row, col, long(std::ceil(2 * lambda / dz_mm)), 3);
+        EXPECT_LT(std::hypot((p.row - row) * dz_mm, (p.col - col) * spec.pitch_mm) / lambda, 0.5)
+            << "target at (" << t.x_mm << ", " << t.z_mm << ") mm";
+    }
 }
 
 TEST(UltrasoundPhantom, HeaderCarriesTheGeometryAndTargets) {
