@@ -5,6 +5,7 @@
 // backend and emits the analytic image [Nz = Nt, Nx] (depth along the first axis: read_dir = +z),
 // whose modulus ImageFinish turns into the envelope image.
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -108,7 +109,9 @@ public:
 
 private:
     void reset() {
-        rf_ = backend_->host_complex({samples_, elements_});
+        // Every element of a shot overwrites its column (a shot is only migrated complete), so the
+        // buffer is reused from shot to shot.
+        if (rf_.empty()) rf_ = backend_->host_complex({samples_, elements_});
         received_.assign(elements_, 0);
         count_ = 0;
     }
@@ -122,10 +125,19 @@ private:
                                      " missing)");
         }
         const auto t0 = std::chrono::steady_clock::now();
-        StoltOptions opts;
-        opts.tolerance = tolerance_;
-        opts.mapping = cfg_.mapping() == config::STOLT_EXACT ? StoltMapping::Exact : StoltMapping::ExplodingReflector;
-        const StoltImage img = stolt_migrate(backend_, rf_, geometry_, opts);
+        if (!migration_) {
+            // Built on the first shot, reused by every later one (same header, same geometry).
+            StoltOptions opts;
+            opts.tolerance = tolerance_;
+            opts.mapping =
+                cfg_.mapping() == config::STOLT_EXACT ? StoltMapping::Exact : StoltMapping::ExplodingReflector;
+            migration_ = std::make_unique<StoltMigration>(backend_, samples_, elements_, geometry_, opts);
+        }
+        StoltImage img;
+        img.analytic = backend_->empty({samples_, elements_});  // handed downstream: one per shot
+        migration_->migrate(rf_, img.analytic);
+        img.dz_m = migration_->dz_m();
+        img.dx_m = migration_->dx_m();
         emit(img, out);
         spdlog::info("[{}] UltrasoundPlaneWave: {} samples x {} elements migrated in {:.1f} ms", session_, samples_,
                      elements_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -177,6 +189,7 @@ private:
     std::shared_ptr<Backend> backend_;
     std::string session_, chain_;
     PlaneWaveGeometry geometry_;
+    std::unique_ptr<StoltMigration> migration_;
     size_t samples_ = 0, elements_ = 0, count_ = 0;
     CArray rf_;                      // host [samples, elements]
     std::vector<uint8_t> received_;  // per element

@@ -29,7 +29,7 @@ namespace {
 using phantom::PointTarget;
 using phantom::UltrasoundSpec;
 
-class StoltMigration : public test::BackendTest {};
+class PlaneWaveStolt : public test::BackendTest {};
 
 // The RF of a spec as the migration takes it: [samples, elements], real data as complex.
 CArray rf_of(Backend& be, const UltrasoundSpec& spec) {
@@ -118,7 +118,7 @@ UltrasoundSpec standard_probe() {
     return s;
 }
 
-TEST_P(StoltMigration, TargetsLandAtTheirTruePositions) {
+TEST_P(PlaneWaveStolt, TargetsLandAtTheirTruePositions) {
     for (StoltMapping mapping : {StoltMapping::ExplodingReflector, StoltMapping::Exact}) {
         SCOPED_TRACE(mapping == StoltMapping::Exact ? "exact mapping" : "exploding-reflector mapping");
         const UltrasoundSpec spec = standard_probe();
@@ -158,7 +158,7 @@ TEST_P(StoltMigration, TargetsLandAtTheirTruePositions) {
 // laterally the diffraction limit of the aperture seen from the target, 0.603 lambda / sin(phi) for
 // a flat band of lateral wavenumbers up to sin(phi) / lambda (a plane-wave transmit is unfocused, so
 // only the receive aperture counts), phi the half-angle of the aperture.
-TEST_P(StoltMigration, PeakWidthsAreNearTheDiffractionLimit) {
+TEST_P(PlaneWaveStolt, PeakWidthsAreNearTheDiffractionLimit) {
     UltrasoundSpec spec;
     spec.elements = 96;
     spec.pitch_mm = 0.154;
@@ -194,7 +194,7 @@ TEST_P(StoltMigration, PeakWidthsAreNearTheDiffractionLimit) {
     }
 }
 
-TEST_P(StoltMigration, RefusesWhatItCannotImage) {
+TEST_P(PlaneWaveStolt, RefusesWhatItCannotImage) {
     const UltrasoundSpec spec = standard_probe();
     PlaneWaveGeometry g = geometry_of(spec);
     CArray rf = be->zeros({64, 16});
@@ -208,12 +208,17 @@ TEST_P(StoltMigration, RefusesWhatItCannotImage) {
     EXPECT_THROW(stolt_migrate(be, rf, g), std::invalid_argument);
     EXPECT_THROW(stolt_migrate(be, be->zeros({64, 16, 2}), geometry_of(spec)), std::invalid_argument);
     EXPECT_THROW(stolt_migrate(be, be->zeros({64, 1}), geometry_of(spec)), std::invalid_argument);
+    StoltMigration mig(be, 64, 16, geometry_of(spec));
+    CArray image = be->empty({64, 16}), small = be->empty({32, 16});
+    EXPECT_THROW(mig.migrate(be->zeros({32, 16}), image), std::invalid_argument);
+    EXPECT_THROW(mig.migrate(rf, small), std::invalid_argument);
+    EXPECT_NO_THROW(mig.migrate(rf, image));
 }
 
 // The stream form: one acquisition per element into UltrasoundPlaneWave -> ImageFinish (magnitude,
 // float), as config/ultrasound_planewave.pbtxt chains them; the image is the envelope the migration
 // gives directly, with the header describing it.
-TEST_P(StoltMigration, GadgetChainGivesTheSameImage) {
+TEST_P(PlaneWaveStolt, GadgetChainGivesTheSameImage) {
     UltrasoundSpec spec = standard_probe();
     spec.elements = 64;
     spec.depth_mm = 14.0;
@@ -225,7 +230,9 @@ TEST_P(StoltMigration, GadgetChainGivesTheSameImage) {
         acqs[e].head = phantom::ultrasound_acquisition_header(spec, int(e));
         for (size_t n = 0; n < nt; ++n) acqs[e].data.emplace_back(rf[e * nt + n], 0.f);
     }
-    const std::vector<Message> input(acqs.begin(), acqs.end());
+    // Two shots of the same scene: two images, the second from the reused migration plan.
+    std::vector<Message> input(acqs.begin(), acqs.end());
+    input.insert(input.end(), acqs.begin(), acqs.end());
     const config::Chain chain = load_chain_file(LARMOR_SOURCE_DIR "/config", "ultrasound_planewave");
     std::vector<std::unique_ptr<Gadget>> gadgets;
     for (const auto& g : chain.gadget())
@@ -234,7 +241,9 @@ TEST_P(StoltMigration, GadgetChainGivesTheSameImage) {
     std::vector<Image> images;
     for (Message& m : out)
         if (auto* im = std::get_if<Image>(&m)) images.push_back(std::move(*im));
-    ASSERT_EQ(images.size(), 1u);
+    ASSERT_EQ(images.size(), 2u);
+    EXPECT_EQ(images[0].pixels, images[1].pixels);
+    EXPECT_EQ(images[1].head.image_index, images[0].head.image_index + 1);
     const Image& im = images[0];
     EXPECT_EQ(im.head.image_type, ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE);
     EXPECT_EQ(im.head.data_type, ISMRMRD::ISMRMRD_FLOAT);
@@ -320,7 +329,7 @@ TEST(UltrasoundPhantom, HeaderCarriesTheGeometryAndTargets) {
     EXPECT_THROW(phantom::simulate_plane_wave(spec), std::invalid_argument);
 }
 
-LARMOR_INSTANTIATE_BACKEND_TEST(StoltMigration);
+LARMOR_INSTANTIATE_BACKEND_TEST(PlaneWaveStolt);
 
 }  // namespace
 }  // namespace larmor

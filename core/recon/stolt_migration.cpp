@@ -4,6 +4,7 @@
 #include <complex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/linops/nufft.h"
@@ -56,13 +57,14 @@ size_t even_at_least(size_t v) { return v + (v & 1u); }
 //     sampled at Nz2 = 1.5 Nt frequencies, a period 1.5x the record, so the band-limited ringing of
 //     targets near the bottom and of the Hilbert filter does not fold onto the top rows. The time axis
 //     of the input needs no padding: the NUFFT evaluates the DTFT of the Nt samples as they are.
-StoltImage stolt_migrate(const std::shared_ptr<Backend>& be_ptr, const CArray& rf, const PlaneWaveGeometry& g,
-                         const StoltOptions& options) {
-    if (!be_ptr) throw std::invalid_argument("stolt_migrate: no backend");
-    Backend& be = *be_ptr;
-    if (rf.shape().rank() != 2 || rf.shape()[0] < 2 || rf.shape()[1] < 2)
-        throw std::invalid_argument("stolt_migrate: RF data of shape " + rf.shape().str() +
-                                    ", expected [samples >= 2, elements >= 2]");
+StoltMigration::StoltMigration(std::shared_ptr<Backend> be_ptr, size_t nt, size_t nx, const PlaneWaveGeometry& g,
+                               const StoltOptions& options)
+    : be_(std::move(be_ptr)), nt_(nt), nx_(nx), nx2_(2 * nx), nz2_(even_at_least(nt + nt / 2)) {
+    if (!be_) throw std::invalid_argument("stolt_migrate: no backend");
+    Backend& be = *be_;
+    if (nt < 2 || nx < 2)
+        throw std::invalid_argument("stolt_migrate: " + std::to_string(nt) + " samples x " + std::to_string(nx) +
+                                    " elements; expected samples >= 2, elements >= 2");
     check_positive(g.pitch_m, "pitch (m)");
     check_positive(g.sampling_hz, "sampling frequency (Hz)");
     check_positive(g.sound_speed_m_s, "speed of sound (m/s)");
@@ -70,9 +72,8 @@ StoltImage stolt_migrate(const std::shared_ptr<Backend>& be_ptr, const CArray& r
         throw std::invalid_argument("stolt_migrate: transmit angle " + std::to_string(g.angle_rad) +
                                     " rad; only unsteered (0) plane waves are supported");
 
-    const size_t nt = rf.shape()[0], nx = rf.shape()[1];
-    const size_t nx2 = 2 * nx;                      // lateral padding (step 4)
-    const size_t nz2 = even_at_least(nt + nt / 2);  // output spectral samples along depth (step 4)
+    const size_t nx2 = nx2_;  // lateral padding (step 4)
+    const size_t nz2 = nz2_;  // output spectral samples along depth (step 4)
     const double dt = 1.0 / g.sampling_hz;
     const double c = g.sound_speed_m_s;
     const double v = c / std::sqrt(2.0);  // exploding-reflector speed at theta = 0 (step 1)
@@ -125,21 +126,46 @@ StoltImage stolt_migrate(const std::shared_ptr<Backend>& be_ptr, const CArray& r
 
     NufftOptions nopts;
     nopts.tolerance = options.tolerance;
-    auto nufft = Nufft::create(be_ptr, Shape{nt, nx2}, 1, coords, nopts);
+    nufft_ = Nufft::create(be_, Shape{nt, nx2}, 1, coords, nopts);
+    weight_ = be.to_device(weight);
+    padded_ = be.zeros({nt, nx2});
+    spectrum_ = be.empty({m, 1});
+    dz_m_ = c * dt / 2.0;
+    dx_m_ = g.pitch_m;
+}
 
-    CArray padded = be.zeros({nt, nx2});
-    be.crop_pad_centred(be.to_device(rf), padded);
-    CArray spectrum = be.empty({m, 1});
-    nufft->forward(padded.reshaped({nt, nx2, 1}), spectrum);
-    CArray image2 = spectrum.reshaped({nz2, nx2});
-    be.mul(image2, be.to_device(weight), image2);
+StoltMigration::~StoltMigration() = default;
+
+void StoltMigration::migrate(const CArray& rf, CArray& image) {
+    Backend& be = *be_;
+    if (rf.shape() != Shape{nt_, nx_})
+        throw std::invalid_argument("StoltMigration: RF data of shape " + rf.shape().str() + ", this migration is for " +
+                                    Shape{nt_, nx_}.str());
+    if (image.shape() != Shape{nt_, nx_} || image.device() != be.device())
+        throw std::invalid_argument("StoltMigration: image of shape " + image.shape().str() + " on " +
+                                    device_name(image.device()) + ", expected " + Shape{nt_, nx_}.str() + " on " +
+                                    device_name(be.device()));
+    // crop_pad_centred zero-fills the columns beyond the array (the lateral padding of step 4).
+    be.crop_pad_centred(be.to_device(rf), padded_);
+    nufft_->forward(padded_.reshaped({nt_, nx2_, 1}), spectrum_);
+    CArray image2 = spectrum_.reshaped({nz2_, nx2_});
+    be.mul(image2, weight_, image2);
     be.fft(image2, image2, 0x3u, FFTDirection::Inverse);
+    be.crop_pad_centred(image2, image);
+}
 
+StoltImage stolt_migrate(const std::shared_ptr<Backend>& be, const CArray& rf, const PlaneWaveGeometry& geometry,
+                         const StoltOptions& options) {
+    if (!be) throw std::invalid_argument("stolt_migrate: no backend");
+    if (rf.shape().rank() != 2)
+        throw std::invalid_argument("stolt_migrate: RF data of shape " + rf.shape().str() +
+                                    ", expected [samples, elements]");
+    StoltMigration mig(be, rf.shape()[0], rf.shape()[1], geometry, options);
     StoltImage out;
-    out.analytic = be.empty({nt, nx});
-    be.crop_pad_centred(image2, out.analytic);
-    out.dz_m = c * dt / 2.0;
-    out.dx_m = g.pitch_m;
+    out.analytic = be->empty(rf.shape());
+    mig.migrate(rf, out.analytic);
+    out.dz_m = mig.dz_m();
+    out.dx_m = mig.dx_m();
     return out;
 }
 

@@ -11,6 +11,7 @@
 //  * Element e sits at x_e = (e - (Nx - 1) / 2) pitch, the array centred on x = 0.
 //  * The image is [Nz, Nx] with Nz = Nt: column j is the line below element j (x = x_j), row i is at
 //    depth z_i = i dz, dz = c / (2 fs) (one time sample of the two-way path at normal incidence).
+#include <cstddef>
 #include <memory>
 
 #include "core/backend.h"
@@ -50,10 +51,39 @@ struct StoltImage {
     double dx_m = 0.0;  // lateral spacing (= pitch); column j at (j - (Nx - 1) / 2) dx
 };
 
-// Migrates one plane-wave shot. rf: [Nt, Nx] on `be`'s device (or the host), real RF data held as
-// complex (imaginary part zero) or already analytic (I/Q) data. Throws std::invalid_argument naming
-// the offending value for an empty or rank != 2 input, non-positive or non-finite geometry, or a
-// non-zero steering angle.
+class Nufft;
+
+// The migration of shots of one shape and geometry: the remap's points, weights and workspaces are
+// built once (the NUFFT plan included), so a stream of shots allocates nothing per shot. Used by one
+// thread at a time (its workspaces are not shared).
+class StoltMigration {
+public:
+    // Throws std::invalid_argument naming the offending value for fewer than 2 samples or elements,
+    // non-positive or non-finite geometry, or a non-zero steering angle.
+    StoltMigration(std::shared_ptr<Backend> be, size_t samples, size_t elements, const PlaneWaveGeometry& geometry,
+                   const StoltOptions& options = {});
+    ~StoltMigration();
+    StoltMigration(const StoltMigration&) = delete;
+    StoltMigration& operator=(const StoltMigration&) = delete;
+
+    // rf: [samples, elements] on the backend's device (or the host): real RF data held as complex
+    // (imaginary part zero) or already analytic (I/Q) data. image: [samples, elements] on the device,
+    // the caller's (never rebound), overwritten with the analytic image.
+    void migrate(const CArray& rf, CArray& image);
+
+    double dz_m() const { return dz_m_; }
+    double dx_m() const { return dx_m_; }
+
+private:
+    std::shared_ptr<Backend> be_;
+    size_t nt_, nx_, nx2_, nz2_;
+    double dz_m_, dx_m_;
+    std::shared_ptr<Nufft> nufft_;
+    CArray weight_, padded_, spectrum_;
+};
+
+// One shot: StoltMigration built for rf's shape, run once. Throws std::invalid_argument as the class
+// does, and for rf of rank != 2.
 StoltImage stolt_migrate(const std::shared_ptr<Backend>& be, const CArray& rf, const PlaneWaveGeometry& geometry,
                          const StoltOptions& options = {});
 
