@@ -17,6 +17,9 @@ std::unique_ptr<Gadget> make_coil_combine(const config::CoilCombine& cfg);
 std::unique_ptr<Gadget> make_image_finish(const config::ImageFinish& cfg);
 std::unique_ptr<Gadget> make_cg_sense(const config::CgSense& cfg);
 std::unique_ptr<Gadget> make_accumulate_readouts(const config::AccumulateReadouts& cfg);
+std::unique_ptr<Gadget> make_gridding(const config::Gridding& cfg);
+std::unique_ptr<Gadget> make_radial_fbp(const config::RadialFbp& cfg);
+std::unique_ptr<Gadget> make_ultrasound_planewave(const config::UltrasoundPlaneWave& cfg);
 
 // Builds the gadget described by one chain entry. Throws ConfigError for an empty entry.
 std::unique_ptr<Gadget> make_gadget(const config::Gadget& g);

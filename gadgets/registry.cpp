@@ -18,6 +18,9 @@ std::unique_ptr<Gadget> make_gadget(const config::Gadget& g) {
     case G::kImageFinish: return make_image_finish(g.image_finish());
     case G::kCgSense: return make_cg_sense(g.cg_sense());
     case G::kAccumulateReadouts: return make_accumulate_readouts(g.accumulate_readouts());
+    case G::kGridding: return make_gridding(g.gridding());
+    case G::kRadialFbp: return make_radial_fbp(g.radial_fbp());
+    case G::kUltrasoundPlanewave: return make_ultrasound_planewave(g.ultrasound_planewave());
     case G::KIND_NOT_SET: break;
     }
     throw ConfigError("gadget entry" + (g.name().empty() ? std::string() : " '" + g.name() + "'") +

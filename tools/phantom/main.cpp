@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/phantom/phantom.h"
+#include "tools/phantom/ultrasound.h"
 
 int main(int argc, char** argv) {
   using namespace larmor::phantom;
@@ -50,7 +51,34 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--spiral-density", spec.spiral_density, "spiral: sampling density at the centre / at the edge")
       ->check(CLI::Range(1.0, 100.0));
+  // Ultrasound: one plane-wave shot of a linear array over point targets (tools/phantom/ultrasound.h).
+  bool ultrasound = false;
+  UltrasoundSpec us;
+  std::string targets;
+  app.add_flag("--ultrasound", ultrasound, "Write a plane-wave ultrasound shot over point targets instead (one acquisition per element)");
+  app.add_option("--elements", us.elements, "Ultrasound: array elements")->check(CLI::Range(2, 4096));
+  app.add_option("--pitch", us.pitch_mm, "Ultrasound: element pitch in mm")->check(CLI::PositiveNumber);
+  app.add_option("--sound-speed", us.sound_speed_m_s, "Ultrasound: speed of sound in m/s")->check(CLI::PositiveNumber);
+  app.add_option("--f0", us.center_frequency_hz, "Ultrasound: pulse centre frequency in Hz")->check(CLI::PositiveNumber);
+  app.add_option("--bandwidth", us.fractional_bandwidth, "Ultrasound: -6 dB fractional bandwidth of the pulse")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fs", us.sampling_hz, "Ultrasound: sampling frequency in Hz")->check(CLI::PositiveNumber);
+  app.add_option("--depth", us.depth_mm, "Ultrasound: recorded depth in mm")->check(CLI::PositiveNumber);
+  app.add_option("--angle", us.angle_deg, "Ultrasound: transmit steering angle in degrees");
+  app.add_option("--targets", targets, "Ultrasound: point targets 'x_mm,z_mm[,amplitude];...' (default: 5 targets)");
   CLI11_PARSE(app, argc, argv);
+
+  if (ultrasound) {
+    try {
+      if (!targets.empty()) us.targets = parse_targets(targets);
+      write_ultrasound_dataset(us, output);
+      std::printf("larmor-phantom: wrote %s: %s\n", output.c_str(), describe(us).c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "larmor-phantom: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
 
   spec.trajectory = trajectory_from_string(trajectory);
   if (spec.trajectory == Trajectory::radial3d || spec.trajectory == Trajectory::stack_of_stars) spec.dims = 3;

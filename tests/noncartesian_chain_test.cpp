@@ -1,0 +1,342 @@
+// The non-Cartesian chains (accumulate_readouts -> gridding / radial_fbp / cg_sense -> coil combine ->
+// finish) on larmor-phantom radial, spiral, stack-of-stars and 3D radial datasets (exact analytic
+// samples at each trajectory point): image error against the true object for each density
+// compensation, FBP against gridding, CG-SENSE against gridding at 64 spokes, real-time frames, the
+// shipped chains, refused inputs, and CUDA against CPU.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "core/trajectory/density.h"
+#include "gadgets/chain_config.h"
+#include "gadgets/factories.h"
+#include "gadgets/image_header.h"
+#include "gadgets/noncart/density_weights.h"
+#include "tests/support/gadget_harness.h"
+#include "tools/phantom/phantom.h"
+
+namespace larmor {
+namespace {
+
+namespace fs = std::filesystem;
+using phantom::Trajectory;
+
+test::Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
+    const fs::path path =
+        fs::temp_directory_path() / ("larmor_noncart_" + std::to_string(::getpid()) + "_" + tag + ".h5");
+    phantom::write_dataset(spec, path.string());
+    test::Dataset ds = test::read_dataset(path.string());
+    fs::remove(path);
+    return ds;
+}
+
+phantom::PhantomSpec spec_of(Trajectory t, int n, int coils, int readouts = 0) {
+    phantom::PhantomSpec s;
+    s.nx = s.ny = n;
+    s.coils = coils;
+    s.fov_mm[0] = s.fov_mm[1] = 240.0;
+    s.ro_oversampling = 2;
+    s.trajectory = t;
+    s.readouts = readouts;
+    return s;
+}
+
+config::AccumulateReadouts accumulate(int window = 0, int stride = 0) {
+    config::AccumulateReadouts a;
+    a.set_window(window);
+    a.set_stride(stride);
+    return a;
+}
+
+config::CoilCombine rss() {
+    config::CoilCombine c;
+    c.set_method(config::COMBINE_RSS);
+    return c;
+}
+
+std::vector<std::unique_ptr<Gadget>> gridding_chain(config::DensityCompensation d, int window = 0, int stride = 0) {
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(make_accumulate_readouts(accumulate(window, stride)));
+    config::Gridding gr;
+    gr.set_density(d);
+    g.push_back(make_gridding(gr));
+    g.push_back(make_coil_combine(rss()));
+    g.push_back(make_image_finish(config::ImageFinish{}));
+    return g;
+}
+
+std::vector<std::unique_ptr<Gadget>> fbp_chain() {
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(make_accumulate_readouts(accumulate()));
+    g.push_back(make_radial_fbp(config::RadialFbp{}));
+    g.push_back(make_coil_combine(rss()));
+    g.push_back(make_image_finish(config::ImageFinish{}));
+    return g;
+}
+
+std::vector<std::unique_ptr<Gadget>> cg_sense_chain() {
+    std::vector<std::unique_ptr<Gadget>> g;
+    g.push_back(make_accumulate_readouts(accumulate()));
+    config::CgSense cg;
+    cg.set_iterations(30);
+    cg.set_tolerance(1e-4f);
+    cg.set_lambda(0.01f);
+    cg.set_progress_interval(-1);
+    g.push_back(make_cg_sense(cg));
+    g.push_back(make_image_finish(config::ImageFinish{}));
+    return g;
+}
+
+struct Output {
+    std::vector<Image> images;
+    std::vector<std::string> texts;
+};
+
+Output run(std::vector<std::unique_ptr<Gadget>> chain, const test::Dataset& ds, std::shared_ptr<Backend> be) {
+    std::vector<Message> in(ds.acquisitions.begin(), ds.acquisitions.end());
+    SessionContext ctx = test::make_session(ds.header_xml, std::move(be));
+    ctx.chain_name = "noncartesian";
+    Output out;
+    for (Message& m : test::run_chain(std::move(chain), ctx, in)) {
+        if (auto* im = std::get_if<Image>(&m)) out.images.push_back(std::move(*im));
+        if (auto* t = std::get_if<Text>(&m)) out.texts.push_back(t->text);
+    }
+    return out;
+}
+
+std::vector<double> pixels(const Image& img) {
+    EXPECT_EQ(img.head.data_type, ISMRMRD::ISMRMRD_FLOAT);
+    std::vector<float> v(img.pixels.size() / sizeof(float));
+    std::memcpy(v.data(), img.pixels.data(), img.pixels.size());
+    return std::vector<double>(v.begin(), v.end());
+}
+
+// Relative L2 error after the best real scale of x (the magnitude images' units are not the question
+// here; a separate test pins them).
+double nrmse(const std::vector<double>& x, const std::vector<double>& t) {
+    double xt = 0, xx = 0, tt = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+        xt += x[i] * t[i];
+        xx += x[i] * x[i];
+        tt += t[i] * t[i];
+    }
+    const double a = xx > 0 ? xt / xx : 0;
+    double e = 0;
+    for (size_t i = 0; i < t.size(); ++i) e += (a * x[i] - t[i]) * (a * x[i] - t[i]);
+    return std::sqrt(e / tt);
+}
+
+// rho sqrt(sum_c |S_c|^2) at the pixel centres, each pixel averaged over 3 x 3 sub-points (the object's
+// edges are not on the pixel grid).
+std::vector<double> true_object(const phantom::PhantomSpec& spec) {
+    const phantom::Phantom ph(spec);
+    std::vector<double> t(size_t(spec.nx) * size_t(spec.ny) * size_t(spec.dims == 3 ? spec.nz : 1), 0.0);
+    for (int c = 0; c < spec.coils; ++c) {
+        const auto ci = ph.coil_image(c, 0, 3);
+        for (size_t p = 0; p < t.size(); ++p) t[p] += std::norm(ci[p]);
+    }
+    for (double& v : t) v = std::sqrt(v);
+    return t;
+}
+
+double error_of(const Output& o, const std::vector<double>& truth, size_t image = 0) {
+    EXPECT_GT(o.images.size(), image);
+    if (o.images.size() <= image) return 1.0;
+    return nrmse(pixels(o.images[image]), truth);
+}
+
+std::shared_ptr<Backend> cpu() { return make_cpu_backend(); }
+
+TEST(NoncartesianChain, RadialGriddingPipeMenonBeatsAnalyticAndBothBeatNoWeights) {
+    const auto spec = spec_of(Trajectory::golden_angle, 96, 4);  // ceil(pi/2 96) = 151 spokes of 192 samples
+    const auto ds = phantom_dataset(spec, "radial");
+    const auto truth = true_object(spec);
+    const double pm = error_of(run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu()), truth);
+    const double an = error_of(run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu()), truth);
+    const double vo = error_of(run(gridding_chain(config::DENSITY_VORONOI), ds, cpu()), truth);
+    const double no = error_of(run(gridding_chain(config::DENSITY_NONE), ds, cpu()), truth);
+    std::printf("[radial 96^2, 151 golden-angle spokes, 4 coils] NRMSE: Pipe-Menon %.4f, analytic %.4f, Voronoi %.4f, "
+                "none %.4f\n",
+                pm, an, vo, no);
+    EXPECT_LT(pm, an);
+    EXPECT_LT(an, 0.5 * no);
+    EXPECT_LT(vo, 0.5 * no);
+    EXPECT_LT(pm, 0.2);
+}
+
+TEST(NoncartesianChain, SpiralGriddingPipeMenonBeatsAnalyticAndBothBeatNoWeights) {
+    const auto spec = spec_of(Trajectory::spiral, 96, 4);
+    const auto ds = phantom_dataset(spec, "spiral");
+    const auto truth = true_object(spec);
+    const double pm = error_of(run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu()), truth);
+    const double an = error_of(run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu()), truth);
+    const double vo = error_of(run(gridding_chain(config::DENSITY_VORONOI), ds, cpu()), truth);
+    const double no = error_of(run(gridding_chain(config::DENSITY_NONE), ds, cpu()), truth);
+    std::printf("[spiral 96^2, 4 coils] NRMSE: Pipe-Menon %.4f, analytic (Hoge) %.4f, Voronoi %.4f, none %.4f\n", pm,
+                an, vo, no);
+    EXPECT_LT(pm, an);
+    EXPECT_LT(an, 0.5 * no);
+    EXPECT_LT(vo, 0.5 * no);
+    EXPECT_LT(pm, 0.2);
+}
+
+TEST(NoncartesianChain, FbpAndGriddingAgreeOnAFullySampledRadialPhantom) {
+    const auto spec = spec_of(Trajectory::radial, 96, 4);
+    const auto ds = phantom_dataset(spec, "radial_full");
+    const auto truth = true_object(spec);
+    const Output grid = run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu());
+    const Output fbp = run(fbp_chain(), ds, cpu());
+    ASSERT_EQ(grid.images.size(), 1u);
+    ASSERT_EQ(fbp.images.size(), 1u);
+    const double between = nrmse(pixels(fbp.images[0]), pixels(grid.images[0]));
+    const double e_grid = nrmse(pixels(grid.images[0]), truth), e_fbp = nrmse(pixels(fbp.images[0]), truth);
+    std::printf("[radial 96^2, 151 uniform spokes, 4 coils] NRMSE gridding %.4f, FBP %.4f, FBP vs gridding %.4f\n",
+                e_grid, e_fbp, between);
+    EXPECT_LT(between, 0.1);
+    EXPECT_LT(e_fbp, 0.25);
+}
+
+TEST(NoncartesianChain, RadialCgSenseAt64SpokesBeatsGridding) {
+    const auto spec = spec_of(Trajectory::golden_angle, 96, 8, 64);
+    const auto ds = phantom_dataset(spec, "radial64");
+    const auto truth = true_object(spec);
+    const double grid = error_of(run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu()), truth);
+    const Output cg = run(cg_sense_chain(), ds, cpu());
+    const double sense = error_of(cg, truth);
+    std::printf("[radial 96^2, 64 golden-angle spokes (R = 2.4), 8 coils] NRMSE gridding %.4f, CG-SENSE %.4f\n", grid,
+                sense);
+    EXPECT_LT(sense, grid);
+}
+
+TEST(NoncartesianChain, RealtimeWindowEmitsAFrameEveryStride) {
+    const auto spec = spec_of(Trajectory::golden_angle, 64, 4, 128);
+    const auto ds = phantom_dataset(spec, "realtime");
+    const auto truth = true_object(spec);
+    const Output o = run(gridding_chain(config::DENSITY_ANALYTIC, 32, 8), ds, cpu());
+    ASSERT_EQ(o.images.size(), size_t((128 - 32) / 8 + 1));
+    double worst = 0;
+    for (size_t f = 0; f < o.images.size(); ++f) {
+        const auto meta = parse_meta(o.images[f].meta);
+        EXPECT_EQ(meta.as_long("LarmorFrame"), long(f));
+        worst = std::max(worst, nrmse(pixels(o.images[f]), truth));
+    }
+    std::printf("[real-time 64^2, 32-spoke windows every 8 spokes, 4 coils] %zu frames, worst NRMSE %.4f\n",
+                o.images.size(), worst);
+    EXPECT_LT(worst, 0.5);
+}
+
+TEST(NoncartesianChain, StackOfStarsAndKooshballGrid) {
+    {
+        auto spec = spec_of(Trajectory::stack_of_stars, 48, 2);
+        spec.dims = 3;
+        spec.nz = 8;
+        spec.fov_mm[2] = 80.0;
+        const auto ds = phantom_dataset(spec, "stack");
+        const auto truth = true_object(spec);
+        const double e = error_of(run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu()), truth);
+        const double a = error_of(run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu()), truth);
+        std::printf("[stack of stars 48^2 x 8, 2 coils] NRMSE Pipe-Menon %.4f, analytic %.4f\n", e, a);
+        EXPECT_LT(e, 0.3);
+        EXPECT_LT(a, 0.3);
+    }
+    {
+        auto spec = spec_of(Trajectory::radial3d, 24, 2);
+        spec.dims = 3;
+        spec.nz = 24;
+        spec.fov_mm[2] = 240.0;
+        const auto ds = phantom_dataset(spec, "kooshball");
+        const auto truth = true_object(spec);
+        const double e = error_of(run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu()), truth);
+        const double a = error_of(run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu()), truth);
+        std::printf("[kooshball 24^3, 2 coils] NRMSE Pipe-Menon %.4f, analytic %.4f\n", e, a);
+        EXPECT_LT(e, 0.35);
+        EXPECT_LT(a, 0.35);
+    }
+}
+
+TEST(NoncartesianChain, DensityWeightsAreComputedOncePerTrajectory) {
+    trajectory::density_cache_clear();
+    auto spec = spec_of(Trajectory::radial, 48, 2);
+    spec.repetitions = 3;  // the same spokes three times
+    const auto ds = phantom_dataset(spec, "repeat");
+    const Output o = run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu());
+    ASSERT_EQ(o.images.size(), 3u);
+    EXPECT_EQ(trajectory::density_cache_size(), 1u);
+    EXPECT_EQ(trajectory::density_cache_hits(), 2u);
+    EXPECT_EQ(pixels(o.images[0]), pixels(o.images[2]));
+}
+
+TEST(NoncartesianChain, BadTrajectoriesAreRefusedByName) {
+    const auto spec = spec_of(Trajectory::radial, 32, 2);
+    test::Dataset ds = phantom_dataset(spec, "bad");
+    {
+        test::Dataset bad = ds;
+        bad.acquisitions[3].traj[5] = 0.75f;  // beyond the normalised range
+        try {
+            run(gridding_chain(config::DENSITY_ANALYTIC), bad, cpu());
+            FAIL() << "an out-of-range trajectory was accepted";
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find("0.75"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("scan_counter"), std::string::npos) << e.what();
+        }
+    }
+    {
+        test::Dataset bad = ds;
+        bad.acquisitions[0].head.trajectory_dimensions = 0;
+        bad.acquisitions[0].traj.clear();
+        try {
+            run(gridding_chain(config::DENSITY_ANALYTIC), bad, cpu());
+            FAIL() << "a readout without a trajectory was accepted";
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find("trajectory_dimensions 0"), std::string::npos) << e.what();
+        }
+    }
+    {
+        std::vector<std::unique_ptr<Gadget>> g;
+        g.push_back(make_remove_ro_oversampling(config::RemoveROOversampling{}));
+        g.push_back(make_accumulate_readouts(accumulate()));
+        try {
+            run(std::move(g), ds, cpu());
+            FAIL() << "readout oversampling removal before a non-Cartesian accumulator was accepted";
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find("remove_ro_oversampling"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(make_accumulate_readouts(accumulate(0, 4)), ConfigError);
+    EXPECT_THROW(make_accumulate_readouts(accumulate(8, 9)), ConfigError);
+}
+
+TEST(NoncartesianChain, ShippedChainsParse) {
+    for (const char* name : {"radial_gridding", "spiral_gridding", "radial_fbp", "radial3d_gridding",
+                             "cg_sense_radial", "radial_realtime"}) {
+        SCOPED_TRACE(name);
+        const config::Chain chain = load_chain_file(LARMOR_SOURCE_DIR "/config", name);
+        EXPECT_EQ(chain.name(), name);
+        for (const auto& g : chain.gadget()) EXPECT_NO_THROW(make_gadget(g)) << gadget_display_name(g);
+    }
+}
+
+TEST(NoncartesianChain, CudaMatchesCpu) {
+    if (!cuda_available()) GTEST_SKIP() << "no usable CUDA device";
+    const auto spec = spec_of(Trajectory::golden_angle, 64, 4, 64);
+    const auto ds = phantom_dataset(spec, "cuda");
+    for (auto d : {config::DENSITY_PIPE_MENON, config::DENSITY_ANALYTIC}) {
+        const auto a = pixels(run(gridding_chain(d), ds, cpu()).images.at(0));
+        const auto b = pixels(run(gridding_chain(d), ds, make_cuda_backend(0)).images.at(0));
+        EXPECT_LT(nrmse(b, a), 1e-4) << density_name(d);
+    }
+    const auto a = pixels(run(fbp_chain(), ds, cpu()).images.at(0));
+    const auto b = pixels(run(fbp_chain(), ds, make_cuda_backend(0)).images.at(0));
+    EXPECT_LT(nrmse(b, a), 1e-4) << "FBP";
+    const auto c = pixels(run(cg_sense_chain(), ds, cpu()).images.at(0));
+    const auto g = pixels(run(cg_sense_chain(), ds, make_cuda_backend(0)).images.at(0));
+    EXPECT_LT(nrmse(g, c), 1e-3) << "CG-SENSE";
+}
+
+}  // namespace
+}  // namespace larmor
