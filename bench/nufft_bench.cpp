@@ -5,6 +5,11 @@
 //   1  2D 256^2, golden-angle radial, 402 spokes x 512 samples (205,824 points) x 32 coils
 //   2  3D 128^3, kooshball: 4096 spokes (a Fibonacci spiral of directions) x 512 samples (2,097,152
 //      points) x 8 coils, k in [-64, 64)
+//   3, 4, 5  the same sizes, points and coils as 0, 1, 2 with the points uniform random over the whole
+//      k-space box, as cuFINUFFT's cuperftest draws them (the side-by-side comparison in one call,
+//      scripts/gpu-check.sh nufft)
+// BM_GriddingReconGpu: the whole gridding reconstruction of case 0 as the gridding gadget runs it,
+// density weights already cached: weighting, adjoint NUFFT, root-sum-of-squares over the coils.
 // Second argument: the tolerance's exponent (3: 1e-3, 5: 1e-5); sigma = 2.
 // CPU: wall clock per call (the plan made once). GPU: CUDA events around kBatch back-to-back calls
 // after a warm-up, the stream gated until all are queued (bench/gpu_timing.h); reported per call.
@@ -20,6 +25,7 @@
 
 #include "core/backend.h"
 #include "core/linops/nufft.h"
+#include "gadgets/kernels/coil_combination.h"
 
 #ifdef LARMOR_WITH_CUDA
 #include <cuda_runtime.h>
@@ -45,7 +51,31 @@ struct Case {
 // Samples along a spoke: k = -N/2 .. N/2 - N/512 (512 samples, BART's half-open range).
 double radius(size_t i, size_t samples, double n) { return (double(i) - double(samples) / 2) * n / double(samples); }
 
+// Uniform random points of case `id - 3`'s sizes over [-N/2, N/2)^d.
+Case random_case(int id) {
+    Case c;
+    const Case like = [&] {
+        Case l;
+        l.image = id == 5 ? Shape{128, 128, 128} : Shape{256, 256};
+        l.coils = id == 3 ? 3 : id == 4 ? 32 : 8;
+        return l;
+    }();
+    c.image = like.image;
+    c.coils = like.coils;
+    const size_t m = id == 3 ? 504 * 512 : id == 4 ? 402 * 512 : 4096 * 512;
+    const size_t d = size_t(c.image.rank());
+    c.k = RArray::host({d, m});
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < d * m; ++i) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const double u = double(s >> 11) / double(1ull << 53);
+        c.k.data()[i] = float((u - 0.5) * double(c.image[int(i % d)]));
+    }
+    return c;
+}
+
 Case make_case(int id) {
+    if (id >= 3) return random_case(id);
     const double pi = std::acos(-1.0);
     Case c;
     const size_t samples = 512;
@@ -179,13 +209,49 @@ void run_gpu(benchmark::State& state, Op what) {
     state.SetLabel(be->describe());
 }
 
+// Weighting by cached density weights, adjoint NUFFT, RSS: what the gridding gadget queues per frame.
+void run_gridding_gpu(benchmark::State& state) {
+    if (!larmor::cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    const Case c = make_case(int(state.range(0)));
+    const larmor::NufftOptions opts{std::pow(10.0, -double(state.range(1))), 2.0};
+    auto be = larmor::make_cuda_backend();
+    auto op = larmor::Nufft::create(be, c.image, c.coils, be->to_device(c.k), opts);
+    const size_t m = op->points();
+    RArray wh = RArray::host({m});
+    for (size_t i = 0; i < m; ++i) wh.data()[i] = 1.f + float(i % 7);  // any cached weights
+    const RArray w = be->to_device(wh);
+    CArray hy = be->host_staging(op->oshape());
+    fill(hy);
+    const CArray y = be->to_device(hy);
+    CArray yw = be->empty(op->oshape()), coil_images = be->empty(op->ishape()), image = be->empty(c.image);
+    auto call = [&] {
+        be->mul(y, w, yw);
+        op->adjoint(yw, coil_images);
+        larmor::kernels::rss_last_axis(*be, coil_images, image);
+    };
+    const cudaStream_t stream = larmor::cuda::backend_stream(*be);
+    larmor::bench::Events ev;
+    auto run = [&] {
+        for (int i = 0; i < kBatch; ++i) call();
+    };
+    ev.time(stream, run, nullptr, false, kBatch);
+    for (int i = 0; i < 3; ++i) ev.time(stream, run, nullptr, true, kBatch);
+    for (auto _ : state) state.SetIterationTime(ev.time(stream, run, nullptr, true, kBatch));
+    state.counters["width"] = op->grid().width;
+    state.SetLabel(be->describe());
+}
+
+void BM_GriddingReconGpu(benchmark::State& s) { guarded(s, [&] { run_gridding_gpu(s); }); }
 void BM_NufftAdjointGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Adjoint); }); }
 void BM_NufftForwardGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Forward); }); }
 void BM_NufftSetPointsGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::SetPoints); }); }
 #endif
 
 void cases(benchmark::internal::Benchmark* b) {
-    for (int id : {0, 1, 2})
+    for (int id : {0, 1, 2, 3, 4, 5})
         for (int tol : {3, 5}) b->Args({id, tol});
     b->ArgNames({"case", "tol_exp"});
 }
@@ -200,6 +266,7 @@ BENCHMARK(BM_NufftAdjointCpu)->Apply(cases)->Unit(benchmark::kMillisecond)->UseR
 BENCHMARK(BM_NufftForwardCpu)->Apply(cases)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NufftSetPointsCpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseRealTime();
 #ifdef LARMOR_WITH_CUDA
+BENCHMARK(BM_GriddingReconGpu)->Args({0, 3})->Args({0, 5})->ArgNames({"case", "tol_exp"})->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftAdjointGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftForwardGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftSetPointsGpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseManualTime();

@@ -160,7 +160,7 @@ struct SessionTimes {
 SessionTimes run_session(int frames, double spokes_per_s) {
     using namespace larmor::wire;
     const int spokes = kWindow + (frames - 1) * kStride;
-    std::vector<std::vector<uint8_t>> encoded(size_t(spokes));
+    std::vector<std::vector<uint8_t>> encoded(static_cast<size_t>(spokes));
     for (int n = 0; n < spokes; ++n) encoded[size_t(n)] = encode(WireMessage(spoke(n)));
     SessionTimes t;
     t.spoke_sent.resize(size_t(spokes));

@@ -279,6 +279,20 @@ private:
         TrajectoryBuffer tb;
         tb.image = g.image;
         tb.partitions = g.stack ? g.image[2] : 1;
+        // A 3D trajectory whose every readout lies in one kz plane, on more than one plane, is a stack of
+        // stars that brought its kz along (the density weights treat it so).
+        if (traj_dims_ == 3 && !g.stack && g.image[2] > 1) {
+            bool planar = true;
+            float kz_min = 0, kz_max = 0;
+            size_t r = 0;
+            for (It it = first; it != last && planar; ++it, ++r) {
+                const float kz = it->coords[2];
+                for (size_t s = 1; s < ns && planar; ++s) planar = it->coords[s * 3 + 2] == kz;
+                kz_min = r == 0 ? kz : std::min(kz_min, kz);
+                kz_max = r == 0 ? kz : std::max(kz_max, kz);
+            }
+            if (planar && kz_max > kz_min) tb.partitions = g.image[2];
+        }
         tb.geometry = geometry_;
         tb.trajectory = trajectory_;
         tb.coords = RArray::host({static_cast<size_t>(g.dims), ns, readouts}, backend_->budgets().host);

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gadgets/chain_config.h"
+#include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/noncart/density_weights.h"
@@ -68,7 +69,7 @@ public:
         Nufft& plan = *plans_.get(backend_, tb.image, coils, coords, s_.nufft);
 
         const auto w = density_weights(backend_, tb, s_.density);
-        if (!weights_ || weights_host_ != w) {  // upload once per distinct weight array
+        if (weights_.empty() || weights_host_ != w) {  // upload once per distinct weight array
             weights_ = be.to_device(*w);
             weights_host_ = w;
         }

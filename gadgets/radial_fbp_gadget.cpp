@@ -12,6 +12,7 @@
 #include "core/recon/radial_fbp.h"
 #include "core/trajectory/trajectory.h"
 #include "gadgets/chain_config.h"
+#include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/typed_gadget.h"

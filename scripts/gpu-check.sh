@@ -19,7 +19,7 @@ BUILD=${BUILD:-$ROOT/build-gpu}
 MODE=${1:-all}
 # GPU benchmarks only by default: the CPU ones take minutes there and are measured on the CI-class
 # machine instead (bench/RESULTS.md).
-BENCH_FILTER=${BENCH_FILTER:-GPU|Gpu|Cuda|Bare|Device}
+BENCH_FILTER=${BENCH_FILTER:-GPU|Gpu|Cuda|Bare|Device|Realtime}
 mkdir -p "$OUT" "$FINAL" "$PFX"
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 L=$PFX/usr/lib/x86_64-linux-gnu
