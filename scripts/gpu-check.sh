@@ -63,20 +63,8 @@ if [ "$MODE" != bench ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ] && [ "
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout|Not Run" "$FINAL/ctest.log" | tail -25
 fi
 
-# 4. Benchmarks, JSON per executable, then one table.
-if [ "$MODE" != tests ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then  # bench, ab, all, nufft
-  [ "$MODE" = nufft ] && BENCH_FILTER=${NUFFT_FILTER:-Nufft|NUFFT|Fbp|FBP|Stolt}
-  for exe in "$BUILD"/bench/*_bench; do
-    name=$(basename "$exe")
-    "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
-      --benchmark_out_format=json --benchmark_repetitions=${BENCH_REPS:-7} --benchmark_report_aggregates_only=true \
-      > "$OUT/$name.txt" 2>&1 || { echo "$name failed"; tail -5 "$OUT/$name.txt"; status=1; }
-  done
-  python3 "$ROOT/scripts/bench_table.py" "$OUT"/*_bench.json | tee "$FINAL/table.md"
-  cp "$OUT"/cg_sense_bench.json "$FINAL"/ 2>/dev/null
-fi
-# 4b. The peer GPU NUFFT, cuFINUFFT's cuperftest (scripts/build-cufinufft.sh puts it in .carry/peers), in
-#     the same call as Larmor's NUFFT benchmarks above: the same sizes, tolerances and batch (uniform
+# 4a. The peer GPU NUFFT, cuFINUFFT's cuperftest (scripts/build-cufinufft.sh puts it in .carry/peers), in
+#     the same call as Larmor's NUFFT benchmarks below (first, so a call cut short still has it): the same sizes, tolerances and batch (uniform
 #     random points, as cuperftest draws them; Larmor's radial cases crowd the centre instead). Methods
 #     1 and 2 (GM-sort, SM) both run; the table keeps each one's execute time per call.
 CUPERF=$ROOT/.carry/peers/cuperftest
@@ -96,6 +84,18 @@ golden32 256 256 1 205824 32
 CASES
   cp "$OUT/cufinufft.txt" "$FINAL"/
   python3 "$ROOT/scripts/cufinufft_table.py" "$OUT/cufinufft.txt" | tee "$FINAL/cufinufft.md"
+fi
+# 4. Benchmarks, JSON per executable, then one table.
+if [ "$MODE" != tests ] && [ "$MODE" != sanitize ] && [ "$MODE" != tsan ]; then  # bench, ab, all, nufft
+  [ "$MODE" = nufft ] && BENCH_FILTER=${NUFFT_FILTER:-Nufft|NUFFT|Fbp|FBP|Stolt}
+  for exe in "$BUILD"/bench/*_bench; do
+    name=$(basename "$exe")
+    "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=json --benchmark_out="$OUT/$name.json" \
+      --benchmark_out_format=json --benchmark_repetitions=${BENCH_REPS:-7} --benchmark_report_aggregates_only=true \
+      > "$OUT/$name.txt" 2>&1 || { echo "$name failed"; tail -5 "$OUT/$name.txt"; status=1; }
+  done
+  python3 "$ROOT/scripts/bench_table.py" "$OUT"/*_bench.json | tee "$FINAL/table.md"
+  cp "$OUT"/cg_sense_bench.json "$FINAL"/ 2>/dev/null
 fi
 # 5. Side by side with the previous version (.carry/previous, from prepare-gpu-carry.sh <commit>):
 #    its build, then the chain benchmarks of both, alternated, on this machine in this call.

@@ -249,8 +249,11 @@ TEST_P(NufftTest, SetPointsEqualsFreshPlan) {
     moved->set_points(be->to_device(k2));  // coordinates on the device are accepted too
     auto fresh = Nufft::create(be, image, 3, k2, {1e-4, 2.0});
     const CArray x = test::random_on(*be, moved->ishape(), 5), y = test::random_on(*be, moved->oshape(), 6);
-    EXPECT_LE(test::relative_error(test::apply_forward(*moved, x), test::apply_forward(*fresh, x)), 1e-7);
-    EXPECT_LE(test::relative_error(test::apply_adjoint(*moved, y), test::apply_adjoint(*fresh, y)), 1e-7);
+    // The CPU repeats its sums exactly; CUDA's spreading adds with atomics in whatever order the blocks
+    // run, so two runs of the same plan differ by float rounding (1.4e-7 seen on an H100).
+    const double same = be->device() == Device::Cpu ? 1e-7 : 1e-6;
+    EXPECT_LE(test::relative_error(test::apply_forward(*moved, x), test::apply_forward(*fresh, x)), same);
+    EXPECT_LE(test::relative_error(test::apply_adjoint(*moved, y), test::apply_adjoint(*fresh, y)), same);
     // And the moved plan is not the old one: the first plan's output differs.
     auto old = Nufft::create(be, image, 3, k1, {1e-4, 2.0});
     EXPECT_GT(test::relative_error(test::apply_forward(*moved, x), test::apply_forward(*old, x)), 0.1);
