@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The non-Cartesian GPU figures of bench/RESULTS.md in one short call, after `gpu-check.sh tests` has
+# built build-gpu on the same machine: real-time radial through the server, radial FBP, the NUFFT
+# adjoint/forward and the gridding reconstruction (2D cases), and cuFINUFFT's cuperftest at the same
+# 2D sizes in the same call. Everything lands in $OUT/quick.tgz (the device returns few files).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${BUILD:-$ROOT/build-gpu}/bench
+W=/tmp/larmor-quick && rm -rf "$W" && mkdir -p "$W"
+export LD_LIBRARY_PATH=/tmp/larmor-pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+run() { local name=$1; shift; timeout "${STEP_TIMEOUT:-150}" "$@" > "$W/$name.txt" 2>&1 || echo "$name: exit $?" >> "$W/errors.txt"; }
+run realtime "$B/realtime_radial_bench" --benchmark_format=json --benchmark_out="$W/realtime.json"
+run fbp "$B/radial_fbp_bench" --benchmark_filter=Gpu --benchmark_min_time=0.2 --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true --benchmark_out="$W/fbp.json"
+run nufft "$B/nufft_bench" '--benchmark_filter=(NufftAdjointGpu|NufftForwardGpu)/case:[0134]/|GriddingRecon' \
+  --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_out="$W/nufft.json"
+CUPERF=$ROOT/.carry/peers/cuperftest
+if [ -x "$CUPERF" ]; then
+  while read -r name n1 n2 n3 m nt; do
+    for type in 1 2; do for tol in 1e-3 1e-5; do for method in 1 2; do
+      echo "== $name type $type tol $tol method $method" >> "$W/cufinufft.txt"
+      timeout 60 "$CUPERF" --prec f --type $type --N1 $n1 --N2 $n2 --N3 $n3 --M $m --ntransf $nt --tol $tol \
+        --method $method --n_runs 10 >> "$W/cufinufft.txt" 2>&1
+    done; done; done
+  done <<'CASES'
+schiwietz 256 256 1 258048 3
+golden32 256 256 1 205824 32
+CASES
+  python3 "$ROOT/scripts/cufinufft_table.py" "$W/cufinufft.txt"
+fi
+grep -hE "manual_time_median|_median|frames_per_s|latency" "$W"/*.txt | cut -c1-160
+tar czf "${OUT:-/tmp}/quick.tgz" -C "$W" .
