@@ -63,6 +63,7 @@ public:
         backend_ = ctx.backend;
         session_ = ctx.session_id;
         chain_ = ctx.chain_name;
+        ledger_ = ctx.ledger;
         if (!backend_) throw std::runtime_error("UltrasoundPlaneWave: the session has no backend");
         const ISMRMRD::IsmrmrdHeader& h = ctx.header;
         if (h.encoding.empty()) throw std::runtime_error("UltrasoundPlaneWave: the header has no encoding");
@@ -80,7 +81,10 @@ public:
     }
 
     void process(Acquisition& acq, Emitter& out) override {
-        if (acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return;  // no use for noise here
+        if (acq.flag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) {
+            ledger_->discarded("noise scans (the ultrasound chain does not use them)", acq);
+            return;
+        }
         const auto& head = acq.head;
         const size_t e = head.idx.kspace_encode_step_1;
         if (head.active_channels != 1)
@@ -98,6 +102,7 @@ public:
         received_[e] = 1;
         if (count_ == 1) reference_ = head;
         std::copy(acq.data.begin(), acq.data.end(), rf_.data() + e * samples_);
+        ledger_->used("ultrasound element signals");
         if (acq.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE) || count_ == elements_) reconstruct(out);
     }
 
@@ -187,6 +192,7 @@ private:
     config::UltrasoundPlaneWave cfg_;
     float tolerance_ = kDefaultTolerance;
     std::shared_ptr<Backend> backend_;
+    std::shared_ptr<AcquisitionLedger> ledger_ = std::make_shared<AcquisitionLedger>();
     std::string session_, chain_;
     PlaneWaveGeometry geometry_;
     std::unique_ptr<StoltMigration> migration_;
