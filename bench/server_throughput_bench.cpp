@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/frame_source.h"
+#include "bench/loopback.h"
 #include "wire/codec.h"
 
 #ifndef LARMOR_BINARY_DIR
@@ -28,6 +29,10 @@
 #endif
 
 namespace {
+
+using larmor::bench::connect_loopback;
+using larmor::bench::send_all;
+using larmor::bench::ServerProcess;
 
 // The encoded acquisitions of `frames` frames.
 std::vector<uint8_t> encode_frames(int frames) {
@@ -40,27 +45,6 @@ std::vector<uint8_t> encode_frames(int frames) {
     return out;
 }
 
-void send_all(int fd, const uint8_t* p, size_t n) {
-    while (n > 0) {
-        ssize_t k = ::send(fd, p, std::min(n, size_t{1} << 20), MSG_NOSIGNAL);
-        if (k <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno));
-        p += k;
-        n -= size_t(k);
-    }
-}
-
-int connect_loopback(uint16_t port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-        throw std::runtime_error("connect to port " + std::to_string(port) + ": " + std::strerror(errno));
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
 
 // A socket that only reads: the raw-copy ceiling.
 class Sink {
@@ -96,47 +80,6 @@ private:
     uint16_t port_ = 0;
 };
 
-// larmor-server as a child process on an ephemeral port.
-class ServerProcess {
-public:
-    ServerProcess() {
-        int pipefd[2];
-        if (::pipe(pipefd) != 0) throw std::runtime_error("pipe failed");
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(pipefd[1], STDOUT_FILENO);
-            ::close(pipefd[0]);
-            std::string exe = std::string(LARMOR_BINARY_DIR) + "/server/larmor-server";
-            std::string cfg = std::string(LARMOR_SOURCE_DIR) + "/config";
-            ::execl(exe.c_str(), exe.c_str(), "--port", "0", "--address", "127.0.0.1", "--config-dir", cfg.c_str(),
-                    "--log-level", "warn", static_cast<char*>(nullptr));
-            std::_Exit(127);
-        }
-        ::close(pipefd[1]);
-        FILE* f = ::fdopen(pipefd[0], "r");
-        char line[512];
-        while (std::fgets(line, sizeof line, f)) {
-            std::string s(line);
-            auto at = s.find("listening on ");
-            if (at == std::string::npos) continue;
-            port_ = uint16_t(std::stoi(s.substr(s.rfind(':') + 1)));
-            break;
-        }
-        out_ = f;
-        if (!port_) throw std::runtime_error("larmor-server did not report its port");
-    }
-    ~ServerProcess() {
-        ::kill(pid_, SIGTERM);
-        ::waitpid(pid_, nullptr, 0);
-        if (out_) std::fclose(out_);
-    }
-    uint16_t port() const { return port_; }
-
-private:
-    pid_t pid_ = -1;
-    uint16_t port_ = 0;
-    FILE* out_ = nullptr;
-};
 
 ServerProcess& server() {
     static ServerProcess s;
@@ -167,19 +110,7 @@ void run_session(const std::string& chain, const std::vector<uint8_t>& stream, i
     std::vector<uint8_t> hdr = encode(WireMessage(ParameterScript{larmor::bench::frame_header_xml()}));
     head.insert(head.end(), hdr.begin(), hdr.end());
     std::thread reader([&] {
-        struct FdReader : ByteReader {
-            int fd;
-            void read_exact(void* dst, size_t n) override {
-                auto* p = static_cast<uint8_t*>(dst);
-                while (n) {
-                    ssize_t k = ::recv(fd, p, n, 0);
-                    if (k <= 0) throw EndOfStream("server closed");
-                    p += k;
-                    n -= size_t(k);
-                }
-            }
-        } in;
-        in.fd = fd;
+        larmor::bench::SocketReader in(fd);
         Limits limits;
         for (;;) {
             WireMessage m = read_message(in, limits);
