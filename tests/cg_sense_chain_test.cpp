@@ -17,6 +17,7 @@
 #include "gadgets/image_header.h"
 #include "tests/support/gadget_harness.h"
 #include "tests/support/image_masks.h"
+#include "tests/support/phantom_truth.h"
 #include "tools/phantom/phantom.h"
 #include "wire/progress.h"
 
@@ -24,6 +25,11 @@ namespace larmor {
 namespace {
 
 namespace fs = std::filesystem;
+using test::float_pixels;
+
+std::vector<double> pixels(const Image& img) { return float_pixels(img); }
+double nrmse(const std::vector<double>& x, const std::vector<double>& t) { return test::scaled_nrmse(x, t); }
+std::vector<double> true_object(const phantom::PhantomSpec& spec) { return test::rss_object(spec, 1); }
 
 // A larmor-phantom dataset written to a private file and read back, as a scanner would stream it.
 test::Dataset phantom_dataset(const phantom::PhantomSpec& spec) {
@@ -89,38 +95,6 @@ Output run(std::vector<std::unique_ptr<Gadget>> chain, const test::Dataset& ds, 
         if (auto* t = std::get_if<Text>(&m)) out.texts.push_back(t->text);
     }
     return out;
-}
-
-std::vector<double> pixels(const Image& img) {
-    EXPECT_EQ(img.head.data_type, ISMRMRD::ISMRMRD_FLOAT);
-    std::vector<float> v(img.pixels.size() / sizeof(float));
-    std::memcpy(v.data(), img.pixels.data(), img.pixels.size());
-    return std::vector<double>(v.begin(), v.end());
-}
-
-double nrmse(const std::vector<double>& x, const std::vector<double>& t) {
-    double xt = 0, xx = 0, tt = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-        xt += x[i] * t[i];
-        xx += x[i] * x[i];
-        tt += t[i] * t[i];
-    }
-    const double a = xx > 0 ? xt / xx : 0;
-    double e = 0;
-    for (size_t i = 0; i < t.size(); ++i) e += (a * x[i] - t[i]) * (a * x[i] - t[i]);
-    return std::sqrt(e / tt);
-}
-
-// rho sqrt(sum_c |S_c|^2) at the pixel centres of the reconstruction grid.
-std::vector<double> true_object(const phantom::PhantomSpec& spec) {
-    const phantom::Phantom ph(spec);
-    std::vector<double> t(size_t(spec.nx) * size_t(spec.ny), 0.0);
-    for (int c = 0; c < spec.coils; ++c) {
-        const auto ci = ph.coil_image(c, 0, 1);
-        for (size_t p = 0; p < t.size(); ++p) t[p] += std::norm(ci[p]);
-    }
-    for (double& v : t) v = std::sqrt(v);
-    return t;
 }
 
 std::shared_ptr<Backend> gpu_or_null() { return cuda_available() ? make_cuda_backend(0) : nullptr; }

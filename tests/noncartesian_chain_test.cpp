@@ -18,6 +18,7 @@
 #include "gadgets/image_header.h"
 #include "gadgets/noncart/density_weights.h"
 #include "tests/support/gadget_harness.h"
+#include "tests/support/phantom_truth.h"
 #include "tools/phantom/phantom.h"
 
 namespace larmor {
@@ -25,6 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using phantom::Trajectory;
+
+std::vector<double> pixels(const Image& img) { return test::float_pixels(img); }
+double nrmse(const std::vector<double>& x, const std::vector<double>& t) { return test::scaled_nrmse(x, t); }
+// The object RSS sees, each pixel averaged over 3 x 3 sub-points (the object's edges are not on the grid).
+std::vector<double> true_object(const phantom::PhantomSpec& spec) { return test::rss_object(spec, 3); }
 
 test::Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
     const fs::path path =
@@ -107,41 +113,6 @@ Output run(std::vector<std::unique_ptr<Gadget>> chain, const test::Dataset& ds, 
         if (auto* t = std::get_if<Text>(&m)) out.texts.push_back(t->text);
     }
     return out;
-}
-
-std::vector<double> pixels(const Image& img) {
-    EXPECT_EQ(img.head.data_type, ISMRMRD::ISMRMRD_FLOAT);
-    std::vector<float> v(img.pixels.size() / sizeof(float));
-    std::memcpy(v.data(), img.pixels.data(), img.pixels.size());
-    return std::vector<double>(v.begin(), v.end());
-}
-
-// Relative L2 error after the best real scale of x (the magnitude images' units are not the question
-// here; a separate test pins them).
-double nrmse(const std::vector<double>& x, const std::vector<double>& t) {
-    double xt = 0, xx = 0, tt = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-        xt += x[i] * t[i];
-        xx += x[i] * x[i];
-        tt += t[i] * t[i];
-    }
-    const double a = xx > 0 ? xt / xx : 0;
-    double e = 0;
-    for (size_t i = 0; i < t.size(); ++i) e += (a * x[i] - t[i]) * (a * x[i] - t[i]);
-    return std::sqrt(e / tt);
-}
-
-// rho sqrt(sum_c |S_c|^2) at the pixel centres, each pixel averaged over 3 x 3 sub-points (the object's
-// edges are not on the pixel grid).
-std::vector<double> true_object(const phantom::PhantomSpec& spec) {
-    const phantom::Phantom ph(spec);
-    std::vector<double> t(size_t(spec.nx) * size_t(spec.ny) * size_t(spec.dims == 3 ? spec.nz : 1), 0.0);
-    for (int c = 0; c < spec.coils; ++c) {
-        const auto ci = ph.coil_image(c, 0, 3);
-        for (size_t p = 0; p < t.size(); ++p) t[p] += std::norm(ci[p]);
-    }
-    for (double& v : t) v = std::sqrt(v);
-    return t;
 }
 
 double error_of(const Output& o, const std::vector<double>& truth, size_t image = 0) {

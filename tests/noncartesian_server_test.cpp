@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/support/ismrmrd_files.h"
+#include "tests/support/phantom_truth.h"
 #include "tests/support/server_process.h"
 #include "tools/phantom/phantom.h"
 
@@ -26,60 +27,6 @@ struct Case {
     size_t images;       // images expected back
     double max_nrmse;    // against the true object, after the best scale
 };
-
-// The object as root-sum-of-squares over the coils sees it: rho |s|, or, after noise prewhitening,
-// rho sqrt(s^H Psi^-1 s) (the RSS of whitened coils W s, whatever square root W of Psi^-1 the chain
-// uses). Each pixel averaged over 3 x 3 sub-points.
-std::vector<double> true_object(const phantom::PhantomSpec& spec, bool whitened) {
-    const phantom::Phantom ph(spec);
-    const size_t nc = size_t(spec.coils);
-    std::vector<std::vector<phantom::cdouble>> ci(nc);
-    for (size_t c = 0; c < nc; ++c) ci[c] = ph.coil_image(int(c), 0, 3);
-    // Psi^-1 by Gauss-Jordan elimination (Hermitian positive definite, a few coils).
-    std::vector<phantom::cdouble> a = ph.noise_covariance(), inv(nc * nc, 0.0);
-    for (size_t i = 0; i < nc; ++i) inv[i * nc + i] = 1.0;
-    for (size_t col = 0; col < nc; ++col) {
-        const phantom::cdouble p = a[col * nc + col];
-        for (size_t j = 0; j < nc; ++j) {
-            a[col * nc + j] /= p;
-            inv[col * nc + j] /= p;
-        }
-        for (size_t r = 0; r < nc; ++r)
-            if (r != col) {
-                const phantom::cdouble f = a[r * nc + col];
-                for (size_t j = 0; j < nc; ++j) {
-                    a[r * nc + j] -= f * a[col * nc + j];
-                    inv[r * nc + j] -= f * inv[col * nc + j];
-                }
-            }
-    }
-    std::vector<double> t(ci[0].size(), 0.0);
-    for (size_t p = 0; p < t.size(); ++p) {
-        double v = 0;
-        if (!whitened) {
-            for (size_t c = 0; c < nc; ++c) v += std::norm(ci[c][p]);
-        } else {
-            for (size_t i = 0; i < nc; ++i)
-                for (size_t j = 0; j < nc; ++j) v += (std::conj(ci[i][p]) * inv[i * nc + j] * ci[j][p]).real();
-        }
-        t[p] = std::sqrt(std::max(v, 0.0));
-    }
-    return t;
-}
-
-double scaled_nrmse(const std::vector<double>& x, const std::vector<double>& t) {
-    if (x.size() != t.size()) return INFINITY;
-    double xt = 0, xx = 0, tt = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-        xt += x[i] * t[i];
-        xx += x[i] * x[i];
-        tt += t[i] * t[i];
-    }
-    const double a = xx > 0 ? xt / xx : 0;
-    double e = 0;
-    for (size_t i = 0; i < t.size(); ++i) e += (a * x[i] - t[i]) * (a * x[i] - t[i]);
-    return std::sqrt(e / tt);
-}
 
 class NoncartesianServer : public ::testing::TestWithParam<Case> {};
 
@@ -115,12 +62,12 @@ TEST_P(NoncartesianServer, PhantomFileThroughClientAndServerGivesTheObject) {
     ::unlink(out.c_str());
     ASSERT_EQ(images.size(), c.images) << r.output;
     // Every chain but the real-time one prewhitens (noise_adjust first).
-    const auto truth = true_object(spec, std::string(c.chain) != "radial_realtime");
+    const auto truth = test::rss_object(spec, 3, std::string(c.chain) != "radial_realtime");
     double worst = 0;
     for (const auto& im : images) {
         EXPECT_EQ(im.matrix[0], size_t(c.matrix));
         EXPECT_EQ(im.matrix[1], size_t(c.matrix));
-        worst = std::max(worst, scaled_nrmse(im.values, truth));
+        worst = std::max(worst, test::scaled_nrmse(im.values, truth));
     }
     std::printf("[%s] %zu image(s) through the server, worst NRMSE against the object %.4f\n", c.chain,
                 images.size(), worst);
