@@ -23,6 +23,7 @@
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/trigger_counter.h"
 #include "gadgets/typed_gadget.h"
 
 namespace larmor {
@@ -55,18 +56,6 @@ struct Key {
                repetition == o.repetition && set == o.set;
     }
 };
-
-std::optional<uint16_t> counter(const ISMRMRD::ISMRMRD_EncodingCounters& idx, config::TriggerDimension d) {
-    switch (d) {
-        case config::TRIGGER_SLICE: return idx.slice;
-        case config::TRIGGER_CONTRAST: return idx.contrast;
-        case config::TRIGGER_PHASE: return idx.phase;
-        case config::TRIGGER_REPETITION: return idx.repetition;
-        case config::TRIGGER_SET: return idx.set;
-        case config::TRIGGER_AVERAGE: return idx.average;
-        default: return std::nullopt;
-    }
-}
 
 // One readout as kept: samples [samples, coils] (the buffer's layout per readout) and its coordinates.
 struct Readout {
@@ -147,7 +136,7 @@ private:
             return;
         }
         const auto dim = cfg_.trigger();
-        if (auto v = counter(a.head.idx, dim)) {
+        if (auto v = trigger_counter(a.head.idx, dim)) {
             if (last_counter_ && *last_counter_ != *v) emit_all(out);
             last_counter_ = v;
         }

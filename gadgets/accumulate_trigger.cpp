@@ -22,6 +22,7 @@
 #include "gadgets/factories.h"
 #include "gadgets/kernels/line_placement.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/trigger_counter.h"
 #include "gadgets/typed_gadget.h"
 
 namespace larmor {
@@ -55,19 +56,6 @@ struct BufferKey {
                repetition == o.repetition && set == o.set && average == o.average;
     }
 };
-
-// Value of the loop counter a TriggerDimension watches.
-std::optional<uint16_t> counter(const ISMRMRD::ISMRMRD_EncodingCounters& idx, config::TriggerDimension d) {
-    switch (d) {
-        case config::TRIGGER_SLICE: return idx.slice;
-        case config::TRIGGER_CONTRAST: return idx.contrast;
-        case config::TRIGGER_PHASE: return idx.phase;
-        case config::TRIGGER_REPETITION: return idx.repetition;
-        case config::TRIGGER_SET: return idx.set;
-        case config::TRIGGER_AVERAGE: return idx.average;
-        default: return std::nullopt;
-    }
-}
 
 // The prewhitening matrix on the backend. NoiseAdjust hands every acquisition of a session the same
 // matrix (one shared_ptr), so it goes up once per session, not once per buffer.
@@ -315,7 +303,7 @@ private:
         }
 
         const auto dim = cfg_.trigger();
-        if (auto v = counter(a.head.idx, dim)) {
+        if (auto v = trigger_counter(a.head.idx, dim)) {
             if (last_counter_ && *last_counter_ != *v) emit_all(out);
             last_counter_ = v;
         }
