@@ -79,6 +79,10 @@ void TlsTransport::refuse_plain_client(Clock::time_point deadline) {
             return;
         }
     }
+    close_after_reply(deadline);
+}
+
+void TlsTransport::close_after_reply(Clock::time_point deadline) {
     ::shutdown(fd_, SHUT_WR);
     // Closing with unread input would send a reset that can destroy the reply before the client
     // reads it (as in SocketReader::discard_until_eof).
@@ -130,6 +134,11 @@ void TlsTransport::handshake(Clock::duration timeout) {
                 throw HandshakeError(timed_out);
             continue;
         }
+        // SSL_accept has queued its alert. In TLS 1.3 the client finished its side of the handshake
+        // before the server judged its certificate, so it may already be sending data: closing now,
+        // with that data unread, would reset the connection and can destroy the alert before the
+        // client reads the reason (seen under ThreadSanitizer's slower timing).
+        close_after_reply(Clock::now() + std::chrono::seconds(5));
         if (verify != X509_V_OK)
             throw HandshakeError(std::string("TLS handshake failed: client certificate rejected: ") +
                                  X509_verify_cert_error_string(verify) + " (" + why + ")");

@@ -47,6 +47,9 @@ private:
     bool wait(Direction d, std::chrono::steady_clock::time_point deadline) const;
     // The reply to a plain-TCP client: TEXT + CLOSE in the clear, then its input drained briefly.
     void refuse_plain_client(std::chrono::steady_clock::time_point deadline);
+    // After the last reply (TEXT + CLOSE, or a TLS alert): our side shut, the client's input drained
+    // until it closes too, for at most a couple of seconds.
+    void close_after_reply(std::chrono::steady_clock::time_point deadline);
 
     struct SslFree {
         void operator()(SSL* ssl) const;

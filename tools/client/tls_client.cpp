@@ -184,6 +184,12 @@ size_t TlsClient::write(const void* src, size_t n, Want& want) {
     case SSL_ERROR_WANT_WRITE: want = Want::Write; return 0;
     case SSL_ERROR_SYSCALL:
         throw std::system_error(errno ? errno : EPIPE, std::generic_category(), "sending to " + peer_);
+    case SSL_ERROR_ZERO_RETURN:  // EOF while sending (SSL_OP_IGNORE_UNEXPECTED_EOF reports it so)
+        throw TlsError("TLS with " + peer_ + ": the server closed the connection" +
+                       (has_client_cert_ ? std::string(" (if right after the handshake: the server may not accept this client "
+                                                       "certificate; it must be issued by a CA in the server's --tls-client-ca)")
+                                         : std::string(" (the server may require a client certificate: give --tls-cert and "
+                                                       "--tls-key)")));
     default: {
         const std::string reason = openssl_errors("error " + std::to_string(err));
         throw TlsError("TLS with " + peer_ + ": " + reason + alert_hint(reason, has_client_cert_));
