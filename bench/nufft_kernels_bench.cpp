@@ -161,7 +161,10 @@ void run_gpu(benchmark::State& state, Op op) {
                     set = larmor::cuda::nufft_bin_points(be, g, s.u);
                     break;
                 case Op::Spread: larmor::cuda::nufft_spread_with(be, g, *s.points, s.samples, s.grid, method); break;
-                case Op::Interp: larmor::cuda::nufft_interp(be, g, *s.points, s.grid, s.samples); break;
+                case Op::Interp:
+                    larmor::cuda::nufft_interp_with(be, g, *s.points, s.grid, s.samples,
+                                                    static_cast<larmor::cuda::InterpMethod>(state.range(2)));
+                    break;
             }
         }
     };
@@ -186,6 +189,12 @@ void run_gpu(benchmark::State& state, Op op) {
         const auto used = method == larmor::cuda::SpreadMethod::Auto ? larmor::cuda::nufft_spread_choice(g, *s.points) : method;
         label += used == larmor::cuda::SpreadMethod::SharedTiles ? ", shared tiles" : ", GM-sort";
         if (method == larmor::cuda::SpreadMethod::Auto) label += " (auto)";
+    }
+    if (op == Op::Interp) {
+        const auto asked = static_cast<larmor::cuda::InterpMethod>(state.range(2));
+        const auto used = asked == larmor::cuda::InterpMethod::Auto ? larmor::cuda::nufft_interp_choice(g, *s.points) : asked;
+        label += used == larmor::cuda::InterpMethod::SharedTiles ? ", shared tiles" : ", GM-sort";
+        if (asked == larmor::cuda::InterpMethod::Auto) label += " (auto)";
     }
     state.SetLabel(label);
 }
@@ -217,7 +226,7 @@ void BM_NufftInterp(benchmark::State& state) { state.SkipWithError("built withou
 
 #endif
 
-// {case, width, spread method}
+// {case, width, spread or interpolation method (0 auto, 1 shared tiles, 2 GM-sort)}
 void cases(benchmark::internal::Benchmark* b) {
     for (int c = 0; c < 3; ++c)
         for (int w : {4, 7}) b->Args({c, w, 0});
@@ -230,6 +239,6 @@ void spread_cases(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_NufftBinPoints)->Apply(cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NufftSpread)->Apply(spread_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_NufftInterp)->Apply(cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NufftInterp)->Apply(spread_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -1,9 +1,17 @@
-// Interpolation (the forward NUFFT's convolution; core/linops/nufft_kernels.h) on CUDA: a gather, one
-// thread per point in bin order (cuFINUFFT's type-2 "GM-sort", Shih et al., IPDPSW 2021, sec. III-C).
-// Threads of a warp hold neighbouring points, so their width^dims reads fall on the same few cache
-// lines and the L1/L2 serve them; no atomics. A point's kernel values and wrapped grid indices are
-// computed once and reused for every transform of the batch, each result written to the point's
-// original position (through the permutation). No allocation, no host synchronisation.
+// Interpolation (the forward NUFFT's convolution; core/linops/nufft_kernels.h) on CUDA, the two
+// type-2 methods of cuFINUFFT (Shih et al., IPDPSW 2021, sec. III-C):
+//  - GlobalSorted ("GM-sort"): one thread per point in bin order gathers its width^dims grid values
+//    through L1/L2. Inside a bin the points are in no particular order, so a warp's 32 threads read
+//    32 unrelated rows: each of a thread's width^dims loads costs the L1 a wavefront of its own. Kernel
+//    values and wrapped indices are computed once per point and reused for every transform.
+//  - SharedTiles ("SM"): one block per sub-problem (at most kSubproblemPoints points of one bin) and
+//    group of transforms copies the bin's tile (bin + width per axis, wrapped) into shared memory with
+//    coalesced loads, then each thread reads its points' values from there: the scattered reads hit
+//    shared memory instead of L1 lines. Up to kMaxCoilsPerBlock transforms share one tile pass, so a
+//    point's kernel values are computed once per group.
+// Each result is written to the point's original position (through the permutation). No allocation,
+// no host synchronisation.
+#include <algorithm>
 #include <string>
 
 #include "cuda/cuda_backend.h"
@@ -17,6 +25,11 @@ namespace larmor::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kTileThreads = 256;
+constexpr int kMaxCoilsPerBlock = 4;
+// Shared memory a block's tiles may take together (the default limit is 48 KiB; above it the kernel
+// opts in, H100: 227 KiB per SM, so several such blocks stay resident).
+constexpr long long kMaxGroupBytes = 96 * 1024;
 
 struct InterpArgs {
     int n0, n1, n2;
@@ -30,6 +43,13 @@ struct InterpArgs {
     long long grid_size;
     const float2* grid;  // [grid_size, batch]
     float2* samples;     // [M, batch]
+    // SharedTiles only
+    NufftTiling t;
+    const int* bin_start;
+    const int* sub_bin;
+    const int* sub_first;
+    const int* sub_total;
+    int coils_per_block;
 };
 
 template <int D, int W>
@@ -82,9 +102,100 @@ __global__ void __launch_bounds__(kThreads) interp_kernel(InterpArgs a) {
     }
 }
 
+// Transforms per tile pass the kernel is compiled for: 3D tiles and wide kernels take one (their tile
+// alone is tens of KB, and the unrolled code grows with width^2 per transform).
+template <int D, int W>
+__host__ __device__ constexpr int coils_per_pass() {
+    return (D == 3 || W > 8) ? 1 : kMaxCoilsPerBlock;
+}
+
+template <int D, int W>
+__global__ void __launch_bounds__(kTileThreads) interp_tiles_kernel(InterpArgs a) {
+    constexpr int C = coils_per_pass<D, W>();
+    extern __shared__ float2 tile[];
+    const int s = blockIdx.x;
+    if (s >= *a.sub_total) return;
+    const int bin = a.sub_bin[s], first = a.sub_first[s];
+    const int end = min(first + kSubproblemPoints, a.bin_start[bin + 1]);
+    const int b0 = blockIdx.y * a.coils_per_block;
+    const int nc = min(a.coils_per_block, a.batch - b0);
+    const NufftTiling& t = a.t;
+    // The tile's first grid point per axis, as in spreading (nufft_spread.cu): a point of the bin
+    // reads within [origin, origin + bin + W).
+    const int bx = bin % t.nbins[0], by = (bin / t.nbins[0]) % t.nbins[1], bz = bin / (t.nbins[0] * t.nbins[1]);
+    const int ox = bx * t.bin[0] - W / 2;
+    const int oy = D >= 2 ? by * t.bin[1] - W / 2 : 0;
+    const int oz = D >= 3 ? bz * t.bin[2] - W / 2 : 0;
+    const int tx = t.tile[0], ty = t.tile[1], size = t.tile[0] * t.tile[1] * t.tile[2];
+    for (int i = threadIdx.x; i < size; i += blockDim.x) {
+        const int ix = i % tx, r = i / tx, iy = r % ty, iz = r / ty;
+        const long long g = wrap_index(ox + ix, t.n[0]) +
+                            static_cast<long long>(t.n[0]) *
+                                (wrap_index(oy + iy, t.n[1]) + static_cast<long long>(t.n[1]) * wrap_index(oz + iz, t.n[2]));
+        for (int c = 0; c < nc; ++c) tile[c * size + i] = __ldg(a.grid + static_cast<long long>(b0 + c) * a.grid_size + g);
+    }
+    __syncthreads();
+
+    for (int p = first + threadIdx.x; p < end; p += blockDim.x) {
+        float kx[W], ky[D >= 2 ? W : 1], kz[D >= 3 ? W : 1];
+        const int lx = es_kernel_values<W>(a.x[p], a.beta, kx) - ox;
+        int ly = 0, lz = 0;
+        if constexpr (D >= 2) ly = es_kernel_values<W>(a.y[p], a.beta, ky) - oy;
+        else ky[0] = 1.f;
+        if constexpr (D >= 3) lz = es_kernel_values<W>(a.z[p], a.beta, kz) - oz;
+        else kz[0] = 1.f;
+        float2 acc[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[c] = make_float2(0.f, 0.f);
+#pragma unroll 1  // planes: code size W^2, not W^3
+        for (int jz = 0; jz < (D >= 3 ? W : 1); ++jz) {
+#pragma unroll
+            for (int jy = 0; jy < (D >= 2 ? W : 1); ++jy) {
+                const float f = kz[jz] * ky[jy];
+                const float2* row = tile + ((lz + jz) * ty + ly + jy) * tx + lx;
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    if (c >= nc) break;
+                    float2 r = make_float2(0.f, 0.f);
+#pragma unroll
+                    for (int jx = 0; jx < W; ++jx) {
+                        const float2 v = row[c * size + jx];
+                        r.x += v.x * kx[jx];
+                        r.y += v.y * kx[jx];
+                    }
+                    acc[c].x += r.x * f;
+                    acc[c].y += r.y * f;
+                }
+            }
+        }
+        const int m = a.perm[p];
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (c < nc) a.samples[m + static_cast<long long>(b0 + c) * a.points] = acc[c];
+    }
+}
+
 }  // namespace
 
+InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p) {
+    const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_interp_choice");
+    const NufftTiling& t = s.tiling;
+    if (t.tile_size() * 8 > kMaxTileBytes) return InterpMethod::GlobalSorted;
+    // A sub-problem copies one tile; GM-sort reads width^dims values per point (through L1, a line
+    // each): SM pays off once a bin holds more than tile / width^dims points.
+    long long footprint = 1;
+    for (int a = 0; a < g.dims; ++a) footprint *= g.width;
+    const double per_bin = static_cast<double>(g.points) / static_cast<double>(t.bin_count());
+    return per_bin * static_cast<double>(footprint) < static_cast<double>(t.tile_size()) ? InterpMethod::GlobalSorted
+                                                                                        : InterpMethod::SharedTiles;
+}
+
 void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples) {
+    nufft_interp_with(be, g, p, grid, samples, InterpMethod::Auto);
+}
+
+void nufft_interp_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples,
+                       InterpMethod method) {
     const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_interp");
     if (samples.size() != static_cast<size_t>(g.points * g.batch))
         throw std::invalid_argument("cuda::nufft_interp: samples " + samples.shape().str() + " hold " +
@@ -111,14 +222,46 @@ void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const
                        static_cast<int>(g.batch),
                        g.grid_size(),
                        reinterpret_cast<const float2*>(grid.data()),
-                       reinterpret_cast<float2*>(samples.data())};
+                       reinterpret_cast<float2*>(samples.data()),
+                       s.tiling,
+                       s.bin_start,
+                       s.sub_bin,
+                       s.sub_first,
+                       s.sub_total,
+                       1};
     const cudaStream_t stream = backend_stream(be);
+    const std::string context = "NUFFT interp, " + std::to_string(g.points) + " points, batch " + std::to_string(g.batch);
+    if (method == InterpMethod::Auto) method = nufft_interp_choice(g, p);
+    if (method == InterpMethod::GlobalSorted) {
+        dispatch_dims_width(g.dims, g.width, [&](auto d, auto w) {
+            interp_kernel<decltype(d)::value, decltype(w)::value>
+                <<<grid_stride_blocks(g.points, kThreads), kThreads, 0, stream>>>(a);
+        });
+        LARMOR_CUDA_LAUNCH_CHECK("nufft interp_kernel", context);
+        return;
+    }
+    const long long tile_bytes = s.tiling.tile_size() * static_cast<long long>(sizeof(float2));
+    if (tile_bytes > kMaxTileBytes)
+        throw std::invalid_argument("cuda::nufft_interp: a shared tile of " + std::to_string(tile_bytes) +
+                                    " bytes exceeds " + std::to_string(kMaxTileBytes) + " (use GlobalSorted)");
     dispatch_dims_width(g.dims, g.width, [&](auto d, auto w) {
-        interp_kernel<decltype(d)::value, decltype(w)::value>
-            <<<grid_stride_blocks(g.points, kThreads), kThreads, 0, stream>>>(a);
+        constexpr int D = decltype(d)::value, W = decltype(w)::value;
+        InterpArgs args = a;
+        args.coils_per_block = static_cast<int>(
+            std::max<long long>(1, std::min<long long>({coils_per_pass<D, W>(), g.batch, kMaxGroupBytes / tile_bytes})));
+        const long long groups = (g.batch + args.coils_per_block - 1) / args.coils_per_block;
+        if (groups > 65535)
+            throw std::invalid_argument("cuda::nufft_interp: batch " + std::to_string(g.batch) + " needs " +
+                                        std::to_string(groups) + " tile passes (at most 65535)");
+        const long long bytes = tile_bytes * args.coils_per_block;
+        auto kernel = interp_tiles_kernel<D, W>;
+        if (bytes > 48 * 1024)
+            LARMOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+                              context);
+        const dim3 blocks(static_cast<unsigned>(s.max_subproblems), static_cast<unsigned>(groups));
+        kernel<<<blocks, kTileThreads, static_cast<size_t>(bytes), stream>>>(args);
     });
-    LARMOR_CUDA_LAUNCH_CHECK("nufft interp_kernel",
-                             "NUFFT interp, " + std::to_string(g.points) + " points, batch " + std::to_string(g.batch));
+    LARMOR_CUDA_LAUNCH_CHECK("nufft interp_tiles_kernel", context);
 }
 
 }  // namespace larmor::cuda

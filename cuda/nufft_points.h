@@ -73,4 +73,13 @@ SpreadMethod nufft_spread_choice(const NufftGrid& g, const NufftPointSet& p);
 void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid,
                        SpreadMethod method);
 
+// How nufft_interp gathers: one thread per sorted point reading the grid through L1/L2 ("GM-sort"),
+// or per sub-problem, the bin's tile (bin + width per axis) copied into shared memory with coalesced
+// loads and each point read from there ("SM", cuFINUFFT's type-2 method 2). Auto picks by density,
+// with the same rule as spreading.
+enum class InterpMethod { Auto, SharedTiles, GlobalSorted };
+InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p);
+void nufft_interp_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples,
+                       InterpMethod method);
+
 }  // namespace larmor::cuda

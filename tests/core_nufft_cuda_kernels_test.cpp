@@ -240,6 +240,20 @@ protected:
         EXPECT_LE(spread_err, 1e-5) << c.name() << ": spread relative L2 error " << spread_err;
 
         CArray samples = be->empty(sample_shape(c));
+#ifdef LARMOR_WITH_CUDA
+        const cuda::InterpMethod interp_methods[] = {cuda::InterpMethod::SharedTiles, cuda::InterpMethod::GlobalSorted};
+        const char* interp_names[] = {"shared tiles", "GM-sort"};
+        const std::vector<cdouble> interp_ref = reference_interp(c, u, x);
+        for (int k = 0; k < 2; ++k) {
+            if (interp_methods[k] == cuda::InterpMethod::SharedTiles &&
+                cuda::nufft_tiling(g).tile_size() * 8 > cuda::kMaxTileBytes)
+                continue;  // no tile fits: Auto never picks it
+            cuda::nufft_interp_with(*be, g, *points, x_dev, samples, interp_methods[k]);
+            const double err = relative_error(download(samples), interp_ref);
+            note(worst_interp, err, c.name() + ", " + interp_names[k]);
+            EXPECT_LE(err, 1e-5) << c.name() << ": interp (" << interp_names[k] << ") relative L2 error " << err;
+        }
+#endif
         cuda::nufft_interp(*be, g, *points, x_dev, samples);
         const std::vector<cdouble> interp = download(samples);
         const double interp_err = relative_error(interp, reference_interp(c, u, x));

@@ -20,6 +20,7 @@ struct Plan {
     RArray u;                   // [dims, M], grid units wrapped into [0, n_a)
     RArray u_host;              // staging for set_points (the device's u is uploaded from it)
     std::unique_ptr<NufftPointSet> points;
+    std::unique_ptr<NufftGridFft> fft;  // plain in-place DFT over the grid's axes
 };
 
 }  // namespace nufft_detail
@@ -40,6 +41,20 @@ void spread(Backend& be, const Plan& p, const CArray& samples, CArray& grid) {
         cpu::nufft_spread(p.g, *p.points, samples, grid);
     else
         cuda::nufft_spread(be, p.g, *p.points, samples, grid);
+}
+
+void pad(Backend& be, const Plan& p, const RArray& weight, const CArray& x, CArray& grid) {
+    if (be.device() == Device::Cpu)
+        cpu::nufft_pad(p.g, p.image, weight, x, grid);
+    else
+        cuda::nufft_pad(be, p.g, p.image, weight, x, grid);
+}
+
+void crop(Backend& be, const Plan& p, const RArray& weight, const CArray& grid, CArray& x) {
+    if (be.device() == Device::Cpu)
+        cpu::nufft_crop(p.g, p.image, weight, grid, x);
+    else
+        cuda::nufft_crop(be, p.g, p.image, weight, grid, x);
 }
 
 void interp(Backend& be, const Plan& p, const CArray& grid, CArray& samples) {
@@ -98,8 +113,6 @@ private:
     std::shared_ptr<Plan> plan_;
 };
 
-AxisMask axes_mask(int dims) { return (1u << unsigned(dims)) - 1u; }
-
 }  // namespace
 
 std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& image, size_t batch,
@@ -139,24 +152,28 @@ std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& i
     }
     grid.push_back(batch);
 
-    // Deapodisation: forward = C F P D x with the orthonormal FFT F over n = prod n_a points; the
-    // periodic convolution with psi multiplies the grid's Fourier coefficient at image offset j by
-    // psi_hat(j / n_a) per axis (Barnett et al. 2019, eq. 3.4), so D = sqrt(n / N) / prod psi_hat makes
-    // C F P D x the N^{-1/2}-normalised sum. One real weight per pixel, in double until stored.
-    double ratio = 1.0;
+    // Deapodisation: forward = C F P D x with F the plain DFT over n = prod n_a grid points and P the
+    // zero-padding that puts pixel offset j = i - N/2 at j mod n (core/linops/nufft_kernels.h). The
+    // points sit at u = sigma k + n/2, i.e. grid point g holds frequency g - n/2, and
+    // exp(-2 pi i (g - n/2) j / n) = (-1)^j exp(-2 pi i g j / n) for even n: the sign centres the
+    // transform. The periodic convolution with psi multiplies the grid's Fourier coefficient at image
+    // offset j by psi_hat(j / n_a) per axis (Barnett et al. 2019, eq. 3.4), so
+    // D = (-1)^(sum_a j_a) N^{-1/2} / prod psi_hat makes C F P D x the N^{-1/2}-normalised sum. One
+    // real weight per pixel, in double until stored.
     std::vector<std::vector<double>> ph(3, std::vector<double>(1, 1.0));
-    for (int a = 0; a < dims; ++a) {
-        ratio *= double(g.n[a]) / double(image[a]);
-        ph[size_t(a)] = nufft_detail::kernel_fourier(ks, (long long)image[a], g.n[a]);
-    }
-    const double s = std::sqrt(ratio);
+    for (int a = 0; a < dims; ++a) ph[size_t(a)] = nufft_detail::kernel_fourier(ks, (long long)image[a], g.n[a]);
+    const double s = 1.0 / std::sqrt(double(image.size()));
     RArray w = be->host_real(image);
     const size_t n0 = image[0], n1 = dims > 1 ? image[1] : 1, n2 = dims > 2 ? image[2] : 1;
+    auto offset = [](size_t i, size_t N) { return (long long)i - (long long)(N / 2); };
     for (size_t k = 0; k < n2; ++k)
         for (size_t j = 0; j < n1; ++j)
-            for (size_t i = 0; i < n0; ++i)
+            for (size_t i = 0; i < n0; ++i) {
+                const long long offsets = offset(i, n0) + offset(j, n1) + offset(k, n2);
+                const double sign = (offsets % 2 == 0) ? 1.0 : -1.0;
                 w.data()[i + n0 * (j + n1 * k)] =
-                    float(s / (ph[0][i] * ph[1][dims > 1 ? j : 0] * ph[2][dims > 2 ? k : 0]));
+                    float(sign * s / (ph[0][i] * ph[1][dims > 1 ? j : 0] * ph[2][dims > 2 ? k : 0]));
+            }
     RArray weight = be->empty_real(image);
     be->copy(w, weight);
 
@@ -164,6 +181,7 @@ std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& i
     plan->u_host = be->host_real(cshape);
     plan->u = be->empty_real(cshape);
     load_points(*be, *plan, coords, "Nufft");
+    plan->fft = be->device() == Device::Cpu ? cpu::nufft_grid_fft(g) : cuda::nufft_grid_fft(*be, g);
 
     Shape ishape = image;
     ishape.push_back(batch);
@@ -194,21 +212,18 @@ size_t Nufft::points() const { return size_t(plan_->g.points); }
 
 void Nufft::apply_forward(const CArray& x, CArray& y) {
     Backend& be = backend();
-    CArray& t = scratch(0, ishape());
-    CArray& g = scratch(1, grid_);
-    be.mul(x, weight_, t);  // the weight is broadcast over the batch
-    be.crop_pad_centred(t, g);
-    be.fft(g, g, axes_mask(plan_->g.dims), FFTDirection::Forward);
+    CArray& g = scratch(0, grid_);
+    pad(be, *plan_, weight_, x, g);
+    plan_->fft->execute(g, FFTDirection::Forward);
     interp(be, *plan_, g, y);
 }
 
 void Nufft::apply_adjoint(const CArray& y, CArray& x) {
     Backend& be = backend();
-    CArray& g = scratch(1, grid_);
+    CArray& g = scratch(0, grid_);
     spread(be, *plan_, y, g);
-    be.fft(g, g, axes_mask(plan_->g.dims), FFTDirection::Inverse);
-    be.crop_pad_centred(g, x);
-    be.mul(x, weight_, x);
+    plan_->fft->execute(g, FFTDirection::Inverse);
+    crop(be, *plan_, weight_, g, x);
 }
 
 }  // namespace larmor

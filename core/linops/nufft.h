@@ -52,7 +52,7 @@ protected:
 
 private:
     std::shared_ptr<nufft_detail::Plan> plan_;
-    RArray weight_;  // [image]: sqrt(n / N) / prod_a psi_hat_a, deapodisation and normalisation in one
+    RArray weight_;  // [image]: (-1)^j N^{-1/2} / prod_a psi_hat_a: centring, normalisation, deapodisation
     Shape image_, grid_;  // [image...] and [n..., batch]
 };
 

@@ -17,5 +17,8 @@ std::unique_ptr<NufftPointSet> nufft_bin_points(Backend&, const NufftGrid&, cons
 }
 void nufft_spread(Backend&, const NufftGrid&, const NufftPointSet&, const CArray&, CArray&) { no_cuda("nufft_spread"); }
 void nufft_interp(Backend&, const NufftGrid&, const NufftPointSet&, const CArray&, CArray&) { no_cuda("nufft_interp"); }
+void nufft_pad(Backend&, const NufftGrid&, const Shape&, const RArray&, const CArray&, CArray&) { no_cuda("nufft_pad"); }
+void nufft_crop(Backend&, const NufftGrid&, const Shape&, const RArray&, const CArray&, CArray&) { no_cuda("nufft_crop"); }
+std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend&, const NufftGrid&) { no_cuda("nufft_grid_fft"); }
 
 }  // namespace larmor::cuda

@@ -43,13 +43,38 @@ public:
 //          |g - u| < width / 2 per axis (wrapping around the edges).
 // spread overwrites grid with sum_m phi(g - u_m) samples[m]; interp overwrites samples with
 // sum_g phi(g - u_m) grid[g]. So interp is exactly the adjoint of spread.
+//
+// The steps around the convolution, fused so that the oversampled grid is written or read once:
+//  pad     grid = 0, then for each image pixel i (per axis a, offset j_a = i_a - N_a/2 from the centre)
+//          grid[j mod n] = weight[i] x[i] (every transform of the batch); image = [N...] (dims axes),
+//          x [image..., batch], weight [image] real.
+//  crop    its adjoint: x[i] = weight[i] grid[j mod n].
+//  fft     the plain DFT (unnormalised, not centred, in place) over the dims axes of grid [n..., batch],
+//          batched over the transforms: exp(-2 pi i g j / n) forward, exp(+...) inverse.
+// The grid of the convolution keeps k = 0 at its centre n/2 (the points are u = sigma k + n/2, see
+// nufft.cpp): for even n, reading a pixel at j mod n and multiplying it by (-1)^j (folded into the
+// operator's weight) is the same as a centred FFT, without its shift passes or callbacks.
+class NufftGridFft {
+public:
+    virtual ~NufftGridFft() = default;
+    virtual void execute(CArray& grid, FFTDirection dir) = 0;
+};
+
 namespace cpu {
+void nufft_pad(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, CArray& grid);
+void nufft_crop(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& grid, CArray& x);
+std::unique_ptr<NufftGridFft> nufft_grid_fft(const NufftGrid& g);
 std::unique_ptr<NufftPointSet> nufft_bin_points(const NufftGrid& g, const RArray& u);
 void nufft_spread(const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid);
 void nufft_interp(const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples);
 }  // namespace cpu
 
 namespace cuda {
+void nufft_pad(Backend& be, const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x,
+               CArray& grid);
+void nufft_crop(Backend& be, const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& grid,
+                CArray& x);
+std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend& be, const NufftGrid& g);
 std::unique_ptr<NufftPointSet> nufft_bin_points(Backend& be, const NufftGrid& g, const RArray& u);
 void nufft_spread(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid);
 void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples);

@@ -1,0 +1,133 @@
+// The CPU NUFFT's steps around the convolution (core/linops/nufft_kernels.h): the fused
+// deapodise-and-pad, its adjoint crop, and the plain grid FFT. The padded pixel j (offset from the
+// image centre) sits at j mod n, the uncentred layout a plain FFTW plan expects, so the FFT runs in
+// place with no centring passes (the sign that centres it is in the operator's weight).
+#include <omp.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <fftw3.h>
+
+#include "core/cpu/fftw_plans.h"
+#include "core/linops/nufft_kernels.h"
+
+namespace larmor::cpu {
+namespace {
+
+using ll = long long;
+
+// Where pixel i of an axis of N pixels lands on the grid of n points: its offset j = i - N/2, mod n.
+inline ll grid_of_pixel(ll i, ll N, ll n) {
+    const ll j = i - N / 2;
+    return j < 0 ? j + n : j;
+}
+
+struct Axes {
+    ll N[3] = {1, 1, 1};
+    ll n[3] = {1, 1, 1};
+    ll image_size = 1, grid_size = 1, batch = 1;
+};
+
+Axes check(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, const CArray& grid,
+           const char* who) {
+    if (image.rank() != g.dims)
+        throw std::invalid_argument(std::string(who) + ": image " + image.str() + " has " +
+                                    std::to_string(image.rank()) + " axes, the grid " + std::to_string(g.dims));
+    Axes a;
+    for (int d = 0; d < g.dims; ++d) {
+        a.N[d] = ll(image[d]);
+        a.n[d] = g.n[d];
+        if (a.N[d] > a.n[d])
+            throw std::invalid_argument(std::string(who) + ": image " + image.str() + " is larger than the grid along axis " +
+                                        std::to_string(d) + " (" + std::to_string(a.n[d]) + ")");
+    }
+    a.image_size = a.N[0] * a.N[1] * a.N[2];
+    a.grid_size = g.grid_size();
+    a.batch = g.batch;
+    if (weight.size() != size_t(a.image_size) || x.size() != size_t(a.image_size * a.batch) ||
+        grid.size() != size_t(a.grid_size * a.batch))
+        throw std::invalid_argument(std::string(who) + ": weight " + weight.shape().str() + ", image " +
+                                    x.shape().str() + " and grid " + grid.shape().str() + " do not match image " +
+                                    image.str() + " x batch " + std::to_string(a.batch) + " on a grid of " +
+                                    std::to_string(a.grid_size) + " points");
+    for (const Device d : {weight.device(), x.device(), grid.device()})
+        if (d != Device::Cpu) throw std::invalid_argument(std::string(who) + ": arrays must be on the host");
+    return a;
+}
+
+class FftwGridFft final : public NufftGridFft {
+public:
+    explicit FftwGridFft(const NufftGrid& g) : g_(g), plans_(omp_get_max_threads()) {
+        for (int d = 0; d < g.dims; ++d) shape_.push_back(size_t(g.n[d]));
+        shape_.push_back(size_t(g.batch));
+    }
+
+    void execute(CArray& grid, FFTDirection dir) override {
+        if (grid.size() != shape_.size() || grid.device() != Device::Cpu)
+            throw std::invalid_argument("cpu::nufft_grid_fft: grid " + grid.shape().str() + " on " +
+                                        device_name(grid.device()) + ", expected " + shape_.str() + " on the host");
+        // The cache's plan is the bare DFT over the axes (its centring tables are not used here).
+        const AxisMask axes = (1u << unsigned(g_.dims)) - 1u;
+        const detail::FftwTransform& t = plans_.get(shape_, axes, dir, grid.data());
+        auto* io = reinterpret_cast<fftwf_complex*>(grid.data());
+        fftwf_execute_dft(static_cast<fftwf_plan>(t.plan.get()), io, io);
+    }
+
+private:
+    NufftGrid g_;
+    Shape shape_;
+    detail::FftwPlanCache plans_;
+};
+
+}  // namespace
+
+void nufft_pad(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, CArray& grid) {
+    const Axes a = check(g, image, weight, x, grid, "cpu::nufft_pad");
+    const float* w = weight.data();
+    const cfloat* in = x.data();
+    cfloat* out = grid.data();
+    // One grid row (axis 0) at a time: a row outside the image along axes 1-2 is all zeros.
+    const ll rows = a.n[1] * a.n[2] * a.batch;
+#pragma omp parallel for schedule(static)
+    for (ll r = 0; r < rows; ++r) {
+        const ll g1 = r % a.n[1], g2 = (r / a.n[1]) % a.n[2], b = r / (a.n[1] * a.n[2]);
+        cfloat* row = out + r * a.n[0];
+        // The pixel of grid point g along an axis: g < N - N/2 holds offset g, g >= n - N/2 offset g - n.
+        auto pixel = [](ll gi, ll N, ll n) -> ll {
+            if (gi < N - N / 2) return gi + N / 2;
+            if (gi >= n - N / 2) return gi - n + N / 2;
+            return -1;
+        };
+        const ll i1 = pixel(g1, a.N[1], a.n[1]), i2 = pixel(g2, a.N[2], a.n[2]);
+        std::fill(row, row + a.n[0], cfloat(0.f, 0.f));
+        if (i1 < 0 || i2 < 0) continue;
+        const ll base = a.N[0] * (i1 + a.N[1] * i2);
+        const cfloat* src = in + b * a.image_size + base;
+        const float* ws = w + base;
+        for (ll i0 = 0; i0 < a.N[0]; ++i0) row[grid_of_pixel(i0, a.N[0], a.n[0])] = src[i0] * ws[i0];
+    }
+}
+
+void nufft_crop(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& grid, CArray& x) {
+    const Axes a = check(g, image, weight, x, grid, "cpu::nufft_crop");
+    const float* w = weight.data();
+    const cfloat* in = grid.data();
+    cfloat* out = x.data();
+    const ll rows = a.N[1] * a.N[2] * a.batch;
+#pragma omp parallel for schedule(static)
+    for (ll r = 0; r < rows; ++r) {
+        const ll i1 = r % a.N[1], i2 = (r / a.N[1]) % a.N[2], b = r / (a.N[1] * a.N[2]);
+        const ll g1 = grid_of_pixel(i1, a.N[1], a.n[1]), g2 = grid_of_pixel(i2, a.N[2], a.n[2]);
+        const cfloat* row = in + b * a.grid_size + a.n[0] * (g1 + a.n[1] * g2);
+        const ll base = a.N[0] * (i1 + a.N[1] * i2);
+        cfloat* dst = out + b * a.image_size + base;
+        const float* ws = w + base;
+        for (ll i0 = 0; i0 < a.N[0]; ++i0) dst[i0] = row[grid_of_pixel(i0, a.N[0], a.n[0])] * ws[i0];
+    }
+}
+
+std::unique_ptr<NufftGridFft> nufft_grid_fft(const NufftGrid& g) { return std::make_unique<FftwGridFft>(g); }
+
+}  // namespace larmor::cpu
