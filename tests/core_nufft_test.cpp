@@ -127,7 +127,7 @@ Errors nudft_errors(const std::shared_ptr<Backend>& be, const Shape& image, size
     return e;
 }
 
-// Forward and adjoint against the NUDFT at tolerances 1e-3 and 1e-6, in 1D, 2D and 3D, batch 1 and 3,
+// Forward and adjoint against the NUDFT at tolerances 1e-3, 1e-5 and 1e-6, in 1D, 2D and 3D, batch 1 and 3,
 // on random points and radial spokes (both with points at +-N/2), on a grid oversampled by sigma.
 void expect_matches_nudft(const std::shared_ptr<Backend>& be, double sigma) {
     const struct {
@@ -136,7 +136,7 @@ void expect_matches_nudft(const std::shared_ptr<Backend>& be, double sigma) {
         bool radial;
     } cases[] = {{{32}, 1, false},      {{32}, 3, true},       {{24, 20}, 1, false},   {{24, 20}, 3, true},
                  {{15, 9}, 2, false},   {{12, 10, 8}, 1, true}, {{12, 10, 8}, 3, false}};  // odd sizes too
-    for (double tol : {1e-3, 1e-6})
+    for (double tol : {1e-3, 1e-5, 1e-6})
         for (const auto& c : cases) {
             const size_t d = size_t(c.image.rank());
             const RArray k = c.radial ? radial_points(c.image, d == 1 ? 3 : d == 2 ? 16 : 24, d == 3 ? 21 : 33)
@@ -147,7 +147,7 @@ void expect_matches_nudft(const std::shared_ptr<Backend>& be, double sigma) {
             // precision's rounding (FFT, accumulation) to a floor of 1e-5 .. 1.5e-4 whatever the
             // kernel (measured: wider kernels, other beta and double-precision kernel values do
             // not lower it). So that case is held to 3e-4, still 3x below the 1e-3 kernel's.
-            const double bound = tol >= 1e-3 ? 1e-3 : sigma >= 2 ? 1e-5 : 3e-4;
+            const double bound = tol >= 1e-3 ? tol : sigma >= 2 ? 1e-5 : 3e-4;
             std::printf("nufft %s x%zu %s sigma %.2f tol %.0e: forward %.2e adjoint %.2e\n", c.image.str().c_str(),
                         c.batch, c.radial ? "radial" : "random", sigma, tol, e.forward, e.adjoint);
             EXPECT_LE(e.forward, bound) << c.image.str() << " sigma " << sigma << " tol " << tol;
