@@ -8,6 +8,7 @@
 //   3, 4, 5  the same sizes, points and coils as 0, 1, 2 with the points uniform random over the whole
 //      k-space box, as cuFINUFFT's cuperftest draws them (the side-by-side comparison in one call,
 //      scripts/gpu-check.sh nufft)
+// BM_NufftStagesGpu: each stage of the forward and adjoint alone (cases 4 and 5), to say where the time goes.
 // BM_GriddingReconGpu: the whole gridding reconstruction of case 0 as the gridding gadget runs it,
 // density weights already cached: weighting, adjoint NUFFT, root-sum-of-squares over the coils.
 // Second argument: the tolerance's exponent (3: 1e-3, 5: 1e-5); sigma = 2.
@@ -31,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "bench/gpu_timing.h"
+#include "core/linops/nufft_kernels.h"
 #include "cuda/cuda_backend.h"
 #endif
 
@@ -244,7 +246,79 @@ void run_gridding_gpu(benchmark::State& state) {
     state.SetLabel(be->describe());
 }
 
+// One stage of the NUFFT alone, on the operator's own grid and points (core/linops/nufft_kernels.h):
+// where the time of a forward (pad, FFT, interp) or an adjoint (spread, inverse FFT, crop) goes.
+enum class Stage { Pad, FftForward, Interp, Spread, FftInverse, Crop };
+const char* stage_name(Stage s) {
+    switch (s) {
+        case Stage::Pad: return "pad (deapodise + zero-pad)";
+        case Stage::FftForward: return "grid FFT forward";
+        case Stage::Interp: return "interp";
+        case Stage::Spread: return "spread";
+        case Stage::FftInverse: return "grid FFT inverse";
+        case Stage::Crop: return "crop (+ deapodise)";
+    }
+    return "?";
+}
+
+void run_stage_gpu(benchmark::State& state) {
+    if (!larmor::cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    const Case c = make_case(int(state.range(0)));
+    const larmor::NufftOptions opts{std::pow(10.0, -double(state.range(1))), 2.0};
+    const Stage stage = static_cast<Stage>(state.range(2));
+    auto be = larmor::make_cuda_backend();
+    auto op = larmor::Nufft::create(be, c.image, c.coils, be->to_device(c.k), opts);
+    const larmor::NufftGrid g = op->grid();
+    // The points in grid units, as the operator places them (u = sigma k + n/2, wrapped).
+    const size_t d = size_t(g.dims), m = op->points();
+    RArray uh = RArray::host({d, m});
+    for (size_t i = 0; i < d * m; ++i) {
+        const int a = int(i % d);
+        const double n = double(g.n[a]);
+        double u = double(c.k.data()[i]) * n / double(c.image[a]) + n / 2;
+        if (u >= n) u -= n;
+        uh.data()[i] = float(u < 0 ? u + n : u);
+    }
+    auto points = larmor::cuda::nufft_bin_points(*be, g, be->to_device(uh));
+    auto fft = larmor::cuda::nufft_grid_fft(*be, g);
+    RArray wh = be->host_real(c.image);
+    for (size_t i = 0; i < wh.size(); ++i) wh.data()[i] = 1.f + float(i % 5) * 0.1f;
+    const RArray w = be->to_device(wh);
+    CArray hx = be->host_staging(op->ishape()), hy = be->host_staging(op->oshape());
+    fill(hx);
+    fill(hy);
+    CArray x = be->to_device(hx), y = be->to_device(hy);
+    Shape gs;
+    for (int a = 0; a < g.dims; ++a) gs.push_back(size_t(g.n[a]));
+    gs.push_back(c.coils);
+    CArray grid = be->zeros(gs);
+    auto call = [&] {
+        switch (stage) {
+            case Stage::Pad: larmor::cuda::nufft_pad(*be, g, c.image, w, x, grid); break;
+            case Stage::FftForward: fft->execute(grid, larmor::FFTDirection::Forward); break;
+            case Stage::Interp: larmor::cuda::nufft_interp(*be, g, *points, grid, y); break;
+            case Stage::Spread: larmor::cuda::nufft_spread(*be, g, *points, y, grid); break;
+            case Stage::FftInverse: fft->execute(grid, larmor::FFTDirection::Inverse); break;
+            case Stage::Crop: larmor::cuda::nufft_crop(*be, g, c.image, w, grid, x); break;
+        }
+    };
+    const cudaStream_t stream = larmor::cuda::backend_stream(*be);
+    larmor::bench::Events ev;
+    auto run = [&] {
+        for (int i = 0; i < kBatch; ++i) call();
+    };
+    ev.time(stream, run, nullptr, false, kBatch);
+    for (int i = 0; i < 3; ++i) ev.time(stream, run, nullptr, true, kBatch);
+    for (auto _ : state) state.SetIterationTime(ev.time(stream, run, nullptr, true, kBatch));
+    state.counters["width"] = g.width;
+    state.SetLabel(stage_name(stage));
+}
+
 void BM_GriddingReconGpu(benchmark::State& s) { guarded(s, [&] { run_gridding_gpu(s); }); }
+void BM_NufftStagesGpu(benchmark::State& s) { guarded(s, [&] { run_stage_gpu(s); }); }
 void BM_NufftAdjointGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Adjoint); }); }
 void BM_NufftForwardGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Forward); }); }
 void BM_NufftSetPointsGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::SetPoints); }); }
@@ -270,4 +344,9 @@ BENCHMARK(BM_GriddingReconGpu)->Args({0, 3})->Args({0, 5})->ArgNames({"case", "t
 BENCHMARK(BM_NufftAdjointGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftForwardGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftSetPointsGpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_NufftStagesGpu)
+    ->ArgsProduct({{4, 5}, {3, 5}, {0, 1, 2, 3, 4, 5}})
+    ->ArgNames({"case", "tol_exp", "stage"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseManualTime();
 #endif

@@ -5,13 +5,21 @@
 # 2D sizes in the same call. Everything lands in $OUT/quick.tgz (the device returns few files).
 # QUICK_3D=1: the 3D cases instead (Larmor's nufft_bench cases 2 and 5, cuFINUFFT at 128^3, 2.1 M
 # points, 8 transforms) and the interpolation kernels alone (nufft_kernels_bench, both methods).
+# QUICK_STAGES=1: each stage of the forward and adjoint alone (nufft_bench BM_NufftStagesGpu, cases 4
+# and 5), and cuFINUFFT at the tolerances CUFI_TOLS (e.g. "1e-4 1e-6": the kernel widths Larmor uses
+# at 1e-3 and 1e-5) for the 2D 32-coil and 3D cases.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${BUILD:-$ROOT/build-gpu}/bench
 W=/tmp/larmor-quick && rm -rf "$W" && mkdir -p "$W"
 export LD_LIBRARY_PATH=/tmp/larmor-pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 run() { local name=$1; shift; timeout "${STEP_TIMEOUT:-150}" "$@" > "$W/$name.txt" 2>&1 || echo "$name: exit $?" >> "$W/errors.txt"; }
-if [ "${QUICK_3D:-0}" = 1 ]; then
+if [ "${QUICK_STAGES:-0}" = 1 ]; then
+  run stages "$B/nufft_bench" '--benchmark_filter=NufftStagesGpu|NufftForwardGpu/case:5/tol_exp:5' \
+    --benchmark_min_time=0.05 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_out="$W/stages.json"
+  CASES_3D="golden32 256 256 1 205824 32
+3d 128 128 128 2097152 8"
+elif [ "${QUICK_3D:-0}" = 1 ]; then
   run kernels "$B/nufft_kernels_bench" '--benchmark_filter=NufftInterp' --benchmark_min_time=0.1 \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_out="$W/kernels.json"
   run nufft3d "$B/nufft_bench" '--benchmark_filter=(NufftAdjointGpu|NufftForwardGpu)/case:[25]/' \
@@ -27,7 +35,7 @@ fi
 CUPERF=$ROOT/.carry/peers/cuperftest
 if [ -x "$CUPERF" ]; then
   while read -r name n1 n2 n3 m nt; do
-    for type in 1 2; do for tol in 1e-3 1e-5; do for method in 1 2; do
+    for type in 1 2; do for tol in ${CUFI_TOLS:-1e-3 1e-5}; do for method in 1 2; do
       echo "== $name type $type tol $tol method $method" >> "$W/cufinufft.txt"
       timeout 60 "$CUPERF" --prec f --type $type --N1 $n1 --N2 $n2 --N3 $n3 --M $m --ntransf $nt --tol $tol \
         --method $method --n_runs 10 >> "$W/cufinufft.txt" 2>&1
