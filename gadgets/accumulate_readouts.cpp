@@ -8,7 +8,9 @@
 //
 // Trajectories are checked where they enter (design.md, "Conventions"): dimensions 2 or 3, finite,
 // inside the k-space extent of the matrix; a readout that fails is refused with its scan counter and
-// the offending value, never gridded somewhere else.
+// the offending value, never gridded somewhere else. A readout without one (trajectory_dimensions 0)
+// gets the coordinates of the chain's `computed` trajectory when it has one
+// (noncart/computed_trajectory.h), as every readout does with `computed.override_stream`.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -23,6 +25,7 @@
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/line_ops.h"
+#include "gadgets/noncart/computed_trajectory.h"
 #include "gadgets/trigger_counter.h"
 #include "gadgets/typed_gadget.h"
 
@@ -33,19 +36,6 @@ constexpr size_t kMaxChannels = 1024;
 // A coordinate may exceed N/2 by this fraction of an axis (rounding in the scanner's or a client's
 // trajectory computation) and is then clamped; beyond it the readout is refused.
 constexpr double kRangeSlack = 1e-3;
-
-const char* trajectory_name(ISMRMRD::TrajectoryType t) {
-    using T = ISMRMRD::TrajectoryType;
-    switch (t) {
-        case T::CARTESIAN: return "cartesian";
-        case T::EPI: return "epi";
-        case T::RADIAL: return "radial";
-        case T::GOLDENANGLE: return "goldenangle";
-        case T::SPIRAL: return "spiral";
-        case T::OTHER: break;
-    }
-    return "other";
-}
 
 std::string scan(const Acquisition& a) { return " (acquisition scan_counter " + std::to_string(a.head.scan_counter) + ")"; }
 
@@ -84,6 +74,7 @@ public:
                               " without a window (set window for real-time frames)");
         window_ = static_cast<size_t>(cfg.window());
         stride_ = cfg.stride() == 0 ? window_ : static_cast<size_t>(cfg.stride());
+        if (cfg.has_computed()) computed_.emplace(cfg.computed());
     }
 
     bool uses_trajectories() const override { return true; }
@@ -99,7 +90,7 @@ public:
         ledger_ = ctx.ledger;
         if (!backend_) throw std::runtime_error("AccumulateReadouts: the session has no backend");
         geometry_ = encoding_geometry(header_, 0);
-        trajectory_ = trajectory_name(header_.encoding.at(0).trajectory);
+        trajectory_ = trajectory_type_name(header_.encoding.at(0).trajectory);
     }
 
     void process(Acquisition& a, Emitter& out) override { accumulate(a, out); }
@@ -168,19 +159,40 @@ private:
         return {a.head.encoding_space_ref, i.slice, i.contrast, i.phase, i.repetition, i.set};
     }
 
+    // Whether this readout's coordinates are computed rather than read from its traj.
+    bool computed_for(const Acquisition& a) const {
+        return computed_ && (computed_->override_stream() || a.head.trajectory_dimensions == 0);
+    }
+
+    // Coordinates per sample of a readout: its own trajectory_dimensions, or the computed kind's.
+    int dims_of(const Acquisition& a) const {
+        return computed_for(a) ? computed_->dims() : a.head.trajectory_dimensions;
+    }
+
+    std::string dims_origin(const Acquisition& a) const {
+        return computed_for(a) ? " (computed " + computed_->kind_name() + ")" : " (the readout's traj)";
+    }
+
     const Grid& grid_for(const Acquisition& a) {
+        const int td = dims_of(a);
         if (grid_) {
-            if (a.head.trajectory_dimensions != traj_dims_)
-                throw std::runtime_error("AccumulateReadouts: trajectory_dimensions " +
-                                         std::to_string(a.head.trajectory_dimensions) + ", earlier readouts had " +
-                                         std::to_string(traj_dims_) + scan(a));
+            if (td != traj_dims_)
+                throw std::runtime_error(
+                    "AccumulateReadouts: trajectory_dimensions " + std::to_string(td) + dims_origin(a) +
+                    ", earlier readouts had " + std::to_string(traj_dims_) +
+                    (computed_ && !computed_->override_stream()
+                         ? "; set computed { override_stream: true } to use the computed trajectory for every readout"
+                         : "") +
+                    scan(a));
             return *grid_;
         }
-        const int td = a.head.trajectory_dimensions;
         if (td != 2 && td != 3)
-            throw std::runtime_error("AccumulateReadouts: trajectory_dimensions " + std::to_string(td) +
-                                     " (2 or 3 supported; a non-Cartesian chain needs each readout's trajectory)" +
-                                     scan(a));
+            throw std::runtime_error(
+                "AccumulateReadouts: trajectory_dimensions " + std::to_string(td) +
+                " (2 or 3 supported; a non-Cartesian chain needs each readout's trajectory: send it as the "
+                "acquisition's traj, or compute it in the chain with accumulate_readouts { computed { kind: "
+                "TRAJECTORY_GOLDEN_ANGLE ... } }, see README \"Non-Cartesian reconstruction\")" +
+                scan(a));
         if (a.head.encoding_space_ref != 0)
             throw std::runtime_error("AccumulateReadouts: encoding_space_ref " +
                                      std::to_string(a.head.encoding_space_ref) + " (one encoding space supported)" +
@@ -200,37 +212,25 @@ private:
         }
         traj_dims_ = static_cast<uint16_t>(td);
         grid_ = g;
-        spdlog::info("[{}] AccumulateReadouts: {} trajectory, {}D coordinates{}, image {}", session_, trajectory_, td,
-                     g.stack ? " (stack of stars)" : "", g.image.str());
+        spdlog::info("[{}] AccumulateReadouts: {} trajectory, {}D coordinates{}{}, image {}", session_, trajectory_, td,
+                     dims_origin(a), g.stack ? " (stack of stars)" : "", g.image.str());
         return *grid_;
     }
 
-    Readout readout_of(const Acquisition& a) {
-        const Grid& g = grid_for(a);
-        const size_t ns = a.head.number_of_samples, ch = a.head.active_channels;
-        if (ch == 0 || ch > kMaxChannels)
-            throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " active channels (1.." +
-                                     std::to_string(kMaxChannels) + " supported)" + scan(a));
-        if (ns == 0 || a.data.size() != ch * ns)
-            throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.data.size()) + " values of data for " +
-                                     std::to_string(ch) + " channels x " + std::to_string(ns) + " samples" + scan(a));
-        if (a.traj.size() != ns * traj_dims_)
-            throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.traj.size()) +
-                                     " trajectory values for " + std::to_string(ns) + " samples x " +
-                                     std::to_string(traj_dims_) + " dimensions" + scan(a));
-        if (samples_ && ns != *samples_)
-            throw std::runtime_error("AccumulateReadouts: readout of " + std::to_string(ns) +
-                                     " samples; earlier readouts had " + std::to_string(*samples_) + scan(a));
-        if (channels_ && ch != *channels_)
-            throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " channels; earlier readouts had " +
-                                     std::to_string(*channels_) + scan(a));
-        samples_ = ns;
-        channels_ = ch;
+    // A stack of stars' partition index p (kz = p - partitions/2) of the readout, checked against the
+    // encoding's partitions.
+    int partition_of(const Acquisition& a, const Grid& g) const {
+        const int p = int(a.head.idx.kspace_encode_step_2) + e2_offset(geometry_);
+        if (p < 0 || p >= int(g.image[2]))
+            throw std::runtime_error("AccumulateReadouts: kspace_encode_step_2 " +
+                                     std::to_string(a.head.idx.kspace_encode_step_2) + " is outside the " +
+                                     std::to_string(g.image[2]) + " partitions of the encoding" + scan(a));
+        return p;
+    }
 
-        Readout r;
-        r.head = a.head;
-        r.samples = a.data;
-        r.coords.resize(ns * static_cast<size_t>(g.dims));
+    // The readout's traj, converted from the chain's units to cycles per FOV and checked, into r.coords.
+    void stream_coords(const Acquisition& a, const Grid& g, Readout& r) const {
+        const size_t ns = a.head.number_of_samples;
         const bool normalised = cfg_.trajectory_units() == config::TRAJECTORY_NORMALISED;
         for (size_t s = 0; s < ns; ++s)
             for (int d = 0; d < traj_dims_; ++d) {
@@ -249,12 +249,56 @@ private:
                 k = std::clamp(k, -n / 2, n / 2);
                 r.coords[s * static_cast<size_t>(g.dims) + static_cast<size_t>(d)] = static_cast<float>(k);
             }
+    }
+
+    // The computed trajectory's coordinates (already in cycles per FOV) into r.coords; the first such
+    // readout fixes the computed trajectory's geometry and says so, with a warning when the header's
+    // trajectory type names another family.
+    void computed_coords(const Acquisition& a, const Grid& g, Readout& r) {
+        if (!computed_->bound()) {
+            computed_->bind(geometry_, a.head.number_of_samples);
+            spdlog::info("[{}] AccumulateReadouts: computing {} coordinates for readouts {}", session_,
+                         computed_->kind_name(), computed_->override_stream() ? "(all of them)" : "without traj");
+            const std::string differs = computed_->header_disagreement(header_.encoding.at(0).trajectory);
+            if (!differs.empty()) spdlog::warn("[{}] AccumulateReadouts: {}", session_, differs);
+        }
+        const int partition = g.stack ? partition_of(a, g) : 0;
+        computed_->fill(a.head, partition, r.coords.data(), g.dims);
+    }
+
+    Readout readout_of(const Acquisition& a) {
+        const Grid& g = grid_for(a);
+        const bool computed = computed_for(a);
+        const size_t ns = a.head.number_of_samples, ch = a.head.active_channels;
+        if (ch == 0 || ch > kMaxChannels)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " active channels (1.." +
+                                     std::to_string(kMaxChannels) + " supported)" + scan(a));
+        if (ns == 0 || a.data.size() != ch * ns)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.data.size()) + " values of data for " +
+                                     std::to_string(ch) + " channels x " + std::to_string(ns) + " samples" + scan(a));
+        if (!computed && a.traj.size() != ns * traj_dims_)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.traj.size()) +
+                                     " trajectory values for " + std::to_string(ns) + " samples x " +
+                                     std::to_string(traj_dims_) + " dimensions" + scan(a));
+        if (samples_ && ns != *samples_)
+            throw std::runtime_error("AccumulateReadouts: readout of " + std::to_string(ns) +
+                                     " samples; earlier readouts had " + std::to_string(*samples_) + scan(a));
+        if (channels_ && ch != *channels_)
+            throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " channels; earlier readouts had " +
+                                     std::to_string(*channels_) + scan(a));
+        samples_ = ns;
+        channels_ = ch;
+
+        Readout r;
+        r.head = a.head;
+        r.samples = a.data;
+        r.coords.resize(ns * static_cast<size_t>(g.dims));
+        if (computed)
+            computed_coords(a, g, r);
+        else
+            stream_coords(a, g, r);
         if (g.stack) {
-            const int kz = int(a.head.idx.kspace_encode_step_2) + e2_offset(geometry_) - int(g.image[2] / 2);
-            if (kz < -int(g.image[2] / 2) || kz >= int(g.image[2] - g.image[2] / 2))
-                throw std::runtime_error("AccumulateReadouts: kspace_encode_step_2 " +
-                                         std::to_string(a.head.idx.kspace_encode_step_2) + " is outside the " +
-                                         std::to_string(g.image[2]) + " partitions of the encoding" + scan(a));
+            const int kz = partition_of(a, g) - int(g.image[2] / 2);
             for (size_t s = 0; s < ns; ++s) r.coords[s * 3 + 2] = static_cast<float>(kz);
         }
         return r;
@@ -329,6 +373,7 @@ private:
     }
 
     config::AccumulateReadouts cfg_;
+    std::optional<ComputedTrajectory> computed_;
     size_t window_ = 0, stride_ = 0;
     ISMRMRD::IsmrmrdHeader header_;
     std::shared_ptr<Backend> backend_;

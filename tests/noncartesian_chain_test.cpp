@@ -308,7 +308,7 @@ TEST(NoncartesianChain, BadTrajectoriesAreRefusedByName) {
 
 TEST(NoncartesianChain, ShippedChainsParse) {
     for (const char* name : {"radial_gridding", "spiral_gridding", "radial_fbp", "radial3d_gridding",
-                             "cg_sense_radial", "radial_realtime"}) {
+                             "cg_sense_radial", "radial_realtime", "radial_golden_computed"}) {
         SCOPED_TRACE(name);
         const config::Chain chain = load_chain_file(LARMOR_SOURCE_DIR "/config", name);
         EXPECT_EQ(chain.name(), name);

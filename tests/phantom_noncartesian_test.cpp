@@ -256,6 +256,59 @@ TEST(PhantomNonCartesian, FilesCarryNormalisedTrajectoriesAndCounters) {
   EXPECT_THROW(trajectory_from_string("rosette"), std::invalid_argument);
 }
 
+TEST(PhantomNonCartesian, FilesWithoutTrajCarryTheSameSamplesAndSayHowToComputeIt) {
+  TempDir dir;
+  PhantomSpec s = radial_spec(16, 2, Trajectory::tiny_golden);
+  s.readouts = 9;
+  s.ro_oversampling = 2;
+  s.repetitions = 2;
+  s.snr = 50.0;  // noise too: the same per readout with and without traj
+  write_dataset(s, dir.file("with.h5"));
+  s.write_traj = false;
+  write_dataset(s, dir.file("without.h5"));
+  const FileContents with = read_file(dir.file("with.h5")), without = read_file(dir.file("without.h5"));
+  ASSERT_EQ(with.acqs.size(), 18u);
+  ASSERT_EQ(without.acqs.size(), with.acqs.size());
+  for (size_t i = 0; i < with.acqs.size(); ++i) {
+    const auto a = with.acqs[i].getHead(), b = without.acqs[i].getHead();
+    EXPECT_EQ(a.trajectory_dimensions, 2);
+    EXPECT_EQ(b.trajectory_dimensions, 0);
+    EXPECT_EQ(without.acqs[i].getNumberOfTrajElements(), 0u);
+    EXPECT_EQ(b.idx.kspace_encode_step_1, a.idx.kspace_encode_step_1);
+    EXPECT_EQ(b.idx.repetition, a.idx.repetition);
+    EXPECT_EQ(b.center_sample, a.center_sample);
+    EXPECT_EQ(b.flags, a.flags);
+    const size_t values = size_t(a.number_of_samples) * a.active_channels;
+    ASSERT_EQ(size_t(b.number_of_samples) * b.active_channels, values);
+    EXPECT_TRUE(std::equal(with.acqs[i].data_begin(), with.acqs[i].data_begin() + values, without.acqs[i].data_begin()))
+        << "acquisition " << i;
+  }
+  EXPECT_EQ(user_long(with.header, "larmor.trajectory.in_stream"), 1);
+  EXPECT_EQ(user_long(without.header, "larmor.trajectory.in_stream"), 0);
+  EXPECT_EQ(user_string(without.header, "larmor.trajectory.computed"),
+            "kind: TRAJECTORY_TINY_GOLDEN_ANGLE tiny_golden_n: 5");
+  EXPECT_EQ(user_string(with.header, "larmor.trajectory.computed"), "");
+
+  // What a chain must compute for each kind (the generators and parameters trajectory_coords uses).
+  PhantomSpec r = radial_spec(16, 1, Trajectory::radial);
+  EXPECT_EQ(computed_trajectory_pbtxt(r), "kind: TRAJECTORY_RADIAL spokes: 26");  // ceil(pi/2 x 16)
+  r.trajectory = Trajectory::golden_angle;
+  EXPECT_EQ(computed_trajectory_pbtxt(r), "kind: TRAJECTORY_GOLDEN_ANGLE");
+  r.trajectory = Trajectory::spiral;
+  r.readouts = 6;
+  r.spiral_density = 2.5;
+  EXPECT_EQ(computed_trajectory_pbtxt(r), "kind: TRAJECTORY_SPIRAL interleaves: 6 spiral_density: 2.5");
+  PhantomSpec v = radial_spec(16, 1, Trajectory::stack_of_stars);
+  v.dims = 3;
+  v.nz = 4;
+  v.readouts = 5;
+  EXPECT_EQ(computed_trajectory_pbtxt(v), "kind: TRAJECTORY_STACK_OF_STARS spokes: 5 rotate_partitions: true");
+  v.trajectory = Trajectory::radial3d;
+  v.nz = 16;
+  EXPECT_EQ(computed_trajectory_pbtxt(v), "kind: TRAJECTORY_KOOSHBALL");
+  EXPECT_THROW(computed_trajectory_pbtxt(PhantomSpec{}), std::invalid_argument);  // Cartesian
+}
+
 TEST(PhantomNonCartesian, NoiseHasTheCoilCovariance) {
   TempDir dir;
   PhantomSpec s = radial_spec(32, 3, Trajectory::tiny_golden);

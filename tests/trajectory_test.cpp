@@ -245,6 +245,73 @@ TEST(Trajectory, SpiralReachesKmaxMonotoneWithDensity) {
     EXPECT_THROW(spiral_2d(arms, n, 1, kmax, 0.5), std::invalid_argument);
 }
 
+TEST(Trajectory, SingleSpokesAreTheArraysReadouts) {
+    // Every readout of each array generator, computed alone, bit for bit (accumulate_readouts computes a
+    // stream's trajectory one readout at a time and must match data written from the arrays).
+    auto expect_same = [](const float* one, const RArray& all, size_t readout, const char* what) {
+        const size_t len = all.shape()[0] * all.shape()[1];
+        for (size_t i = 0; i < len; ++i)
+            ASSERT_EQ(one[i], all.data()[readout * len + i]) << what << " readout " << readout << " value " << i;
+    };
+    for (RadialOrder order :
+         {RadialOrder::uniform, RadialOrder::interleaved, RadialOrder::golden, RadialOrder::tiny_golden}) {
+        RadialSpec s;
+        s.spokes = 12;
+        s.samples = 20;
+        s.oversampling = 2;
+        s.kmax = 10;
+        s.order = order;
+        s.interleaves = 3;
+        s.tiny_golden_n = 5;
+        s.first_readout = order == RadialOrder::golden || order == RadialOrder::tiny_golden ? 31 : 0;
+        const RArray all = radial_2d(s);
+        std::vector<float> one(2 * 40);
+        for (size_t r = 0; r < 12; ++r) {
+            radial_spoke(s, static_cast<long>(r), one.data());
+            expect_same(one.data(), all, r, "radial_2d");
+        }
+        if (order == RadialOrder::uniform || order == RadialOrder::interleaved) {
+            // A repeated set: readout 12 + r is readout r again.
+            std::vector<float> again(one.size());
+            radial_spoke(s, 5, one.data());
+            radial_spoke(s, 17, again.data());
+            EXPECT_EQ(one, again);
+        }
+    }
+    {
+        const RArray all = radial_3d(9, 16, 2, 8.0, 40);
+        std::vector<float> one(3 * 32);
+        for (size_t r = 0; r < 9; ++r) {
+            kooshball_spoke(40 + static_cast<long>(r), 16, 2, 8.0, one.data());
+            expect_same(one.data(), all, r, "radial_3d");
+        }
+    }
+    for (bool rotate : {false, true}) {
+        RadialSpec s;
+        s.spokes = 5;
+        s.samples = 16;
+        s.kmax = 8;
+        const RArray all = stack_of_stars(s, 4, rotate);
+        std::vector<float> one(3 * 16);
+        for (int p = 0; p < 4; ++p)
+            for (int r = 0; r < 5; ++r) {
+                stack_of_stars_spoke(s, 4, rotate, p, r, one.data());
+                expect_same(one.data(), all, static_cast<size_t>(p * 5 + r), "stack_of_stars");
+            }
+        EXPECT_THROW(stack_of_stars_spoke(s, 4, rotate, 4, 0, one.data()), std::invalid_argument);
+        EXPECT_THROW(stack_of_stars_spoke(s, 4, rotate, -1, 0, one.data()), std::invalid_argument);
+    }
+    RadialSpec s;
+    s.samples = 8;
+    s.kmax = 4;
+    std::vector<float> one(3 * 8);
+    EXPECT_THROW(radial_spoke(s, -1, one.data()), std::invalid_argument);
+    EXPECT_THROW(kooshball_spoke(-1, 8, 1, 4.0, one.data()), std::invalid_argument);
+    EXPECT_THROW(kooshball_spoke(0, 1, 1, 4.0, one.data()), std::invalid_argument);
+    s.kmax = 0.0;
+    EXPECT_THROW(radial_spoke(s, 0, one.data()), std::invalid_argument);
+}
+
 TEST(Trajectory, HashSeesEveryBitAndTheGrid) {
     RadialSpec s;
     s.spokes = 5;

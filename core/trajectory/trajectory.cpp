@@ -68,19 +68,66 @@ double radial_angle(const RadialSpec& s, long readout) {
     return 0.0;
 }
 
+namespace {
+
+// n samples along the unit direction dir (dims 2 or 3 components), at spoke_k from the centre.
+void write_spoke(int n, double kmax, const double* dir, int dims, float* p) {
+    for (int s = 0; s < n; ++s, p += dims) {
+        const double k = spoke_k(s, n, kmax);
+        for (int a = 0; a < dims; ++a) p[a] = static_cast<float>(k * dir[a]);
+    }
+}
+
+void check_spoke_index(long readout) {
+    require(readout >= 0, "readout index must be >= 0, got " + std::to_string(readout));
+}
+
+void check_stack(int partitions, int partition) {
+    require(partitions >= 1, "partitions must be >= 1, got " + std::to_string(partitions));
+    require(partition >= 0 && partition < partitions,
+            "partition " + std::to_string(partition) + " is outside 0.." + std::to_string(partitions - 1));
+}
+
+// The generators' single spokes without validation: the public entry points validate per call, the
+// array generators once per array.
+void fill_radial_spoke(const RadialSpec& spec, long readout, float* out) {
+    const double th = radial_angle(spec, readout), dir[2] = {std::cos(th), std::sin(th)};
+    write_spoke(spec.samples * spec.oversampling, spec.kmax, dir, 2, out);
+}
+
+void fill_kooshball_spoke(long index, int n, double kmax, float* out) {
+    double d[3];
+    kooshball_direction(index, d);
+    write_spoke(n, kmax, d, 3, out);
+}
+
+// Spoke `r` of partition `part` of a stack of stars.
+void fill_stack_spoke(const RadialSpec& spec, int partitions, bool rotate, int part, long r, float* p) {
+    const int n = spec.samples * spec.oversampling;
+    const double kz = part - partitions / 2;
+    const double turn = rotate ? part * (kPi / spec.spokes) / partitions : 0.0;
+    const double th = radial_angle(spec, r) + turn, c = std::cos(th), sn = std::sin(th);
+    for (int s = 0; s < n; ++s, p += 3) {
+        const double k = spoke_k(s, n, spec.kmax);
+        p[0] = static_cast<float>(k * c);
+        p[1] = static_cast<float>(k * sn);
+        p[2] = static_cast<float>(kz);
+    }
+}
+
+}  // namespace
+
+void radial_spoke(const RadialSpec& spec, long readout, float* out) {
+    check_radial(spec);
+    check_spoke_index(readout);
+    fill_radial_spoke(spec, readout, out);
+}
+
 RArray radial_2d(const RadialSpec& spec) {
     check_radial(spec);
     const int n = spec.samples * spec.oversampling;
     RArray out = RArray::host(Shape{2, static_cast<size_t>(n), static_cast<size_t>(spec.spokes)});
-    float* p = out.data();
-    for (int r = 0; r < spec.spokes; ++r) {
-        const double th = radial_angle(spec, r), c = std::cos(th), sn = std::sin(th);
-        for (int s = 0; s < n; ++s, p += 2) {
-            const double k = spoke_k(s, n, spec.kmax);
-            p[0] = static_cast<float>(k * c);
-            p[1] = static_cast<float>(k * sn);
-        }
-    }
+    for (int r = 0; r < spec.spokes; ++r) fill_radial_spoke(spec, r, out.data() + static_cast<size_t>(r) * n * 2);
     return out;
 }
 
@@ -95,6 +142,16 @@ void kooshball_direction(long index, double dir[3]) {
     dir[2] = z;
 }
 
+void kooshball_spoke(long index, int samples, int oversampling, double kmax, float* out) {
+    RadialSpec check;
+    check.samples = samples;
+    check.oversampling = oversampling;
+    check.kmax = kmax;
+    check_radial(check);
+    check_spoke_index(index);
+    fill_kooshball_spoke(index, samples * oversampling, kmax, out);
+}
+
 RArray radial_3d(int spokes, int samples, int oversampling, double kmax, long first_readout) {
     RadialSpec check;
     check.spokes = spokes;
@@ -103,40 +160,29 @@ RArray radial_3d(int spokes, int samples, int oversampling, double kmax, long fi
     check.kmax = kmax;
     check.first_readout = first_readout;
     check_radial(check);
-    const int n = samples * oversampling;
-    RArray out = RArray::host(Shape{3, static_cast<size_t>(n), static_cast<size_t>(spokes)});
-    float* p = out.data();
-    for (int r = 0; r < spokes; ++r) {
-        double d[3];
-        kooshball_direction(first_readout + r, d);
-        for (int s = 0; s < n; ++s, p += 3) {
-            const double k = spoke_k(s, n, kmax);
-            for (int a = 0; a < 3; ++a) p[a] = static_cast<float>(k * d[a]);
-        }
-    }
+    const size_t n = static_cast<size_t>(samples) * static_cast<size_t>(oversampling);
+    RArray out = RArray::host(Shape{3, n, static_cast<size_t>(spokes)});
+    for (int r = 0; r < spokes; ++r)
+        fill_kooshball_spoke(first_readout + r, static_cast<int>(n), kmax, out.data() + static_cast<size_t>(r) * n * 3);
     return out;
+}
+
+void stack_of_stars_spoke(const RadialSpec& spec, int partitions, bool rotate, int partition, long spoke,
+                          float* out) {
+    check_radial(spec);
+    check_stack(partitions, partition);
+    check_spoke_index(spoke);
+    fill_stack_spoke(spec, partitions, rotate, partition, spoke, out);
 }
 
 RArray stack_of_stars(const RadialSpec& spec, int partitions, bool rotate) {
     check_radial(spec);
-    require(partitions >= 1, "partitions must be >= 1, got " + std::to_string(partitions));
-    const int n = spec.samples * spec.oversampling;
-    RArray out = RArray::host(
-        Shape{3, static_cast<size_t>(n), static_cast<size_t>(spec.spokes) * static_cast<size_t>(partitions)});
+    check_stack(partitions, 0);
+    const size_t n = static_cast<size_t>(spec.samples) * static_cast<size_t>(spec.oversampling);
+    RArray out = RArray::host(Shape{3, n, static_cast<size_t>(spec.spokes) * static_cast<size_t>(partitions)});
     float* p = out.data();
-    for (int part = 0; part < partitions; ++part) {
-        const double kz = part - partitions / 2;
-        const double turn = rotate ? part * (kPi / spec.spokes) / partitions : 0.0;
-        for (int r = 0; r < spec.spokes; ++r) {
-            const double th = radial_angle(spec, r) + turn, c = std::cos(th), sn = std::sin(th);
-            for (int s = 0; s < n; ++s, p += 3) {
-                const double k = spoke_k(s, n, spec.kmax);
-                p[0] = static_cast<float>(k * c);
-                p[1] = static_cast<float>(k * sn);
-                p[2] = static_cast<float>(kz);
-            }
-        }
-    }
+    for (int part = 0; part < partitions; ++part)
+        for (int r = 0; r < spec.spokes; ++r, p += n * 3) fill_stack_spoke(spec, partitions, rotate, part, r, p);
     return out;
 }
 

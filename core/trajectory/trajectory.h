@@ -56,6 +56,18 @@ void kooshball_direction(long index, double dir[3]);
 // p * (pi / spokes) / partitions, so neighbouring partitions interleave. Shape [3, n, spokes * partitions].
 RArray stack_of_stars(const RadialSpec& spec, int partitions, bool rotate = false);
 
+// Single readouts, for a consumer that needs one at a time (accumulate_readouts computing a stream's
+// trajectory): each writes [dims, n] floats (coordinate fastest, n = samples x oversampling) to out, bit
+// for bit readout `readout` of the array generator named (the arrays are made of these calls), and
+// validates its arguments as that generator does.
+// radial_2d(spec)'s spoke `readout` (first_readout added as there; any readout >= 0, not only < spokes).
+void radial_spoke(const RadialSpec& spec, long readout, float* out);
+// radial_3d's spoke of sequence index `index` (first_readout already included), [3, n].
+void kooshball_spoke(long index, int samples, int oversampling, double kmax, float* out);
+// stack_of_stars(spec, partitions, rotate)'s spoke `spoke` of partition `partition`, [3, n].
+void stack_of_stars_spoke(const RadialSpec& spec, int partitions, bool rotate, int partition, long spoke,
+                          float* out);
+
 // Variable-density Archimedean spiral with `interleaves` arms, each the rotation of the first by
 // 2 pi i / interleaves. The radial distance between successive turns of one arm is
 // interleaves / F(r) cycles per FOV with F(r) = 1 + (density - 1)(1 - r/kmax)^2: Nyquist (F = 1) at the

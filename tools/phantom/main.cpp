@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--spiral-density", spec.spiral_density, "spiral: sampling density at the centre / at the edge")
       ->check(CLI::Range(1.0, 100.0));
+  bool no_traj = false;
+  app.add_flag("--no-traj", no_traj,
+               "Non-Cartesian: write no traj (trajectory_dimensions 0); the chain computes the trajectory "
+               "(accumulate_readouts computed, printed after writing)");
   // Ultrasound: one plane-wave shot of a linear array over point targets (tools/phantom/ultrasound.h).
   bool ultrasound = false;
   UltrasoundSpec us;
@@ -81,6 +85,11 @@ int main(int argc, char** argv) {
   }
 
   spec.trajectory = trajectory_from_string(trajectory);
+  spec.write_traj = !no_traj;
+  if (no_traj && spec.trajectory == Trajectory::cartesian) {
+    std::fprintf(stderr, "larmor-phantom: --no-traj needs a non-Cartesian --trajectory (Cartesian data carry none)\n");
+    return 1;
+  }
   if (spec.trajectory == Trajectory::radial3d || spec.trajectory == Trajectory::stack_of_stars) spec.dims = 3;
   spec.nx = spec.ny = matrix;
   spec.fov_mm[0] = spec.fov_mm[1] = fov;
@@ -101,6 +110,9 @@ int main(int argc, char** argv) {
     std::printf("larmor-phantom: wrote %s: %s; %zu imaging + %zu noise acquisitions, signal %.4g, sigma %.4g, %.2f s\n",
                 output.c_str(), describe(spec).c_str(), r.imaging_acquisitions, r.noise_acquisitions, r.signal_level,
                 r.noise_sigma, r.seconds);
+    if (no_traj)
+      std::printf("larmor-phantom: no traj written; chain: accumulate_readouts { computed { %s } }\n",
+                  computed_trajectory_pbtxt(spec).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "larmor-phantom: %s\n", e.what());
     return 1;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +47,30 @@ int trajectory_dimensions(const PhantomSpec& s) {
     case Trajectory::stack_of_stars: return 3;
     default: return 2;
   }
+}
+
+std::string computed_trajectory_pbtxt(const PhantomSpec& s) {
+  validate(s);
+  const std::string readouts = std::to_string(trajectory_readouts(s));
+  // The kinds write their angles as trajectory_coords() below generates them: uniform radial over 180 deg,
+  // golden kinds and the kooshball continuing across repetitions (the computed default), stack-of-stars
+  // partitions turned, kspace_encode_step_1 the spoke / arm and kspace_encode_step_2 the partition.
+  switch (s.trajectory) {
+    case Trajectory::radial: return "kind: TRAJECTORY_RADIAL spokes: " + readouts;
+    case Trajectory::golden_angle: return "kind: TRAJECTORY_GOLDEN_ANGLE";
+    case Trajectory::tiny_golden:
+      return "kind: TRAJECTORY_TINY_GOLDEN_ANGLE tiny_golden_n: " + std::to_string(s.tiny_golden_n);
+    case Trajectory::radial3d: return "kind: TRAJECTORY_KOOSHBALL";
+    case Trajectory::stack_of_stars:
+      return "kind: TRAJECTORY_STACK_OF_STARS spokes: " + readouts + " rotate_partitions: true";
+    case Trajectory::spiral: {
+      char density[40];
+      std::snprintf(density, sizeof density, "%.17g", s.spiral_density);  // round-trips the double exactly
+      return "kind: TRAJECTORY_SPIRAL interleaves: " + readouts + " spiral_density: " + density;
+    }
+    case Trajectory::cartesian: break;
+  }
+  throw std::invalid_argument("phantom: a Cartesian spec has no trajectory to compute");
 }
 
 larmor::RArray trajectory_coords(const PhantomSpec& s, int repetition) {

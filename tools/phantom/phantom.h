@@ -21,7 +21,8 @@
 //    per pixel.
 //  * Data layout: x (readout) fastest, then y (kspace_encode_step_1), z (kspace_encode_step_2), coil.
 //  * Non-Cartesian trajectories (noncartesian.cpp, core/trajectory): each acquisition carries its k
-//    positions (ISMRMRD traj, Gadgetron's normalised units k / N in [-0.5, 0.5]) and its samples are the
+//    positions (ISMRMRD traj, Gadgetron's normalised units k / N in [-0.5, 0.5]; or none with
+//    write_traj = false, the readout index in kspace_encode_step_1 saying where it is) and its samples are the
 //    exact transform there, F_c(k / FOV) (k in cycles per FOV), scaled by sqrt(N_total) / V with N_total
 //    and V the reconstruction matrix and FOV (area in 2D): the value of core's forward NUFFT,
 //    N_total^{-1/2} sum_n x[n] exp(-i2pi k.(n - N/2)/N) ~ N_total^{-1/2} F(k / FOV) / dV, of the image x in
@@ -87,6 +88,9 @@ struct PhantomSpec {
   int samples = 0;              // samples per readout before ro_oversampling; 0 = default
   int tiny_golden_n = 5;        // N of the tiny golden angle
   double spiral_density = 4.0;  // spiral: sampling density at the centre / at the edge (>= 1)
+  // Non-Cartesian: write each acquisition's k positions (ISMRMRD traj). false: trajectory_dimensions 0,
+  // for a server that computes the trajectory itself (computed_trajectory_pbtxt says how).
+  bool write_traj = true;
 };
 
 // Readouts per partition and samples per readout (before ro_oversampling) of a non-Cartesian spec, with
@@ -95,6 +99,10 @@ struct PhantomSpec {
 int trajectory_readouts(const PhantomSpec& spec);
 int trajectory_samples(const PhantomSpec& spec);
 int trajectory_dimensions(const PhantomSpec& spec);  // 2 or 3 (0 for Cartesian)
+// The body of accumulate_readouts' `computed { ... }` (proto ComputedTrajectory, text format) that
+// recomputes this spec's trajectory from the acquisitions' counters, e.g. "kind: TRAJECTORY_RADIAL
+// spokes: 101": what a chain needs for data written with write_traj = false. Throws for Cartesian.
+std::string computed_trajectory_pbtxt(const PhantomSpec& spec);
 
 // Throws std::invalid_argument naming the first inconsistent field.
 void validate(const PhantomSpec& spec);

@@ -113,6 +113,7 @@ std::string describe(const PhantomSpec& s) {
     o << " " << trajectory_readouts(s) << (s.trajectory == Trajectory::spiral ? " interleaves x " : " spokes x ")
       << trajectory_samples(s) * s.ro_oversampling << " samples";
     if (s.trajectory == Trajectory::spiral) o << " density " << s.spiral_density;
+    if (!s.write_traj) o << " (no traj)";
   }
   if (s.sampling != Sampling::full) {
     o << " R=" << s.accel_y;

@@ -40,21 +40,24 @@ float sample_time_us(const PhantomSpec& s) {
 }
 
 // Imaging readouts of a non-Cartesian spec: per repetition and slice, the trajectory (normalised units in
-// the file), the exact samples (parallel), noise per readout (its own stream), appended in order.
+// the file, unless write_traj is off), the exact samples (parallel), noise per readout (its own stream),
+// appended in order.
 void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD::AcquisitionHeader& base,
                         std::uint32_t& scan_counter, std::uint32_t& stamp, WriteResult& result) {
   const PhantomSpec& s = ph.spec();
   const int dims = trajectory_dimensions(s), nc = s.coils;
+  const int traj_dims = s.write_traj ? dims : 0;
   const int n = trajectory_samples(s) * s.ro_oversampling, per_partition = trajectory_readouts(s);
   const int partitions = s.trajectory == Trajectory::stack_of_stars ? s.nz : 1;
   const larmor::Shape image = dims == 3 ? larmor::Shape{static_cast<size_t>(s.nx), static_cast<size_t>(s.ny),
                                                         static_cast<size_t>(s.nz)}
                                         : larmor::Shape{static_cast<size_t>(s.nx), static_cast<size_t>(s.ny)};
   const std::size_t line = static_cast<std::size_t>(n) * nc;
-  ISMRMRD::Acquisition acq(static_cast<std::uint16_t>(n), static_cast<std::uint16_t>(nc), static_cast<std::uint16_t>(dims));
+  ISMRMRD::Acquisition acq(static_cast<std::uint16_t>(n), static_cast<std::uint16_t>(nc),
+                           static_cast<std::uint16_t>(traj_dims));
   ISMRMRD::AcquisitionHeader head = base;
   head.number_of_samples = static_cast<std::uint16_t>(n);
-  head.trajectory_dimensions = static_cast<std::uint16_t>(dims);
+  head.trajectory_dimensions = static_cast<std::uint16_t>(traj_dims);
   // A spiral starts at the centre; a spoke crosses it at sample n/2.
   head.center_sample = static_cast<std::uint16_t>(s.trajectory == Trajectory::spiral ? 0 : n / 2);
   const bool repeats = s.trajectory == Trajectory::radial || s.trajectory == Trajectory::stack_of_stars ||
@@ -63,7 +66,7 @@ void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD
   for (int rep = 0; rep < s.repetitions; ++rep) {
     if (rep == 0 || !repeats) {
       coords = trajectory_coords(s, rep);
-      normalised = larmor::trajectory::cycles_to_normalised(coords, image);
+      if (s.write_traj) normalised = larmor::trajectory::cycles_to_normalised(coords, image);
     }
     for (int slice = 0; slice < s.slices; ++slice) {
       std::vector<std::complex<float>> data = sample_trajectory(ph, slice, coords);
@@ -104,8 +107,10 @@ void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD
         acq.setHead(head);  // same sizes: the buffers are kept
         std::copy(data.begin() + static_cast<std::ptrdiff_t>(r * line),
                   data.begin() + static_cast<std::ptrdiff_t>((r + 1) * line), acq.data_begin());
-        const float* t = normalised.data() + static_cast<std::size_t>(r) * n * dims;
-        std::copy(t, t + static_cast<std::size_t>(n) * dims, acq.traj_begin());
+        if (s.write_traj) {
+          const float* t = normalised.data() + static_cast<std::size_t>(r) * n * dims;
+          std::copy(t, t + static_cast<std::size_t>(n) * dims, acq.traj_begin());
+        }
         dset.appendAcquisition(acq);
         ++result.imaging_acquisitions;
       }
@@ -228,6 +233,9 @@ ISMRMRD::IsmrmrdHeader make_header(const PhantomSpec& s) {
     user.userParameterString.push_back({"larmor.trajectory.kind", to_string(s.trajectory)});
     user.userParameterString.push_back(
         {"larmor.trajectory.units", "normalised: traj = k / N per axis, k in cycles per FOV, range [-0.5, 0.5]"});
+    // 0: the acquisitions carry no traj; the chain computes it from these parameters.
+    user.userParameterLong.push_back({"larmor.trajectory.in_stream", s.write_traj ? 1 : 0});
+    if (!s.write_traj) user.userParameterString.push_back({"larmor.trajectory.computed", computed_trajectory_pbtxt(s)});
     user.userParameterLong.push_back({"larmor.trajectory.readouts", trajectory_readouts(s)});
     user.userParameterLong.push_back({"larmor.trajectory.samples", trajectory_samples(s)});
     user.userParameterLong.push_back({"larmor.trajectory.oversampling", s.ro_oversampling});
