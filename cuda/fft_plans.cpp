@@ -148,6 +148,14 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
 
+    // One plan is made at a time in the whole process. Sessions plan on their own contexts at the
+    // same moment when many start together, and with LTO callbacks cuFFT compiles and links kernels
+    // (nvJitLink) while planning: under 32 sessions starting at once on the H100 a run in about 20
+    // ended in an illegal address that poisoned every session on the device, never with plain plans
+    // (0 in 20). Planning is once per shape and session, so the lock costs the hot path nothing.
+    static std::mutex planning;
+    std::lock_guard<std::mutex> one_at_a_time(planning);
+
     auto t = std::make_unique<Transform>();
     std::vector<FftRunLayout> layout = fft_layout(shape, live, dir);
     const int arch = ctx_->props().major * 10 + ctx_->props().minor;

@@ -1,6 +1,8 @@
 #include "tests/support/server_process.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -61,7 +63,7 @@ pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
     posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
     pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+    const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
     return pid;
@@ -129,6 +131,13 @@ ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
         argv.insert(argv.end(), {"--dependency-dir", dependency_dir_});
     }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    // LARMOR_TEST_SERVER_WRAPPER: words run before the server's own (for example compute-sanitizer
+    // with a --log-file, on the GPU machine), so a test's server can run under a checker.
+    if (const char* w = std::getenv("LARMOR_TEST_SERVER_WRAPPER"); w && *w) {
+        std::istringstream words(w);
+        std::vector<std::string> prefix{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+        argv.insert(argv.begin(), prefix.begin(), prefix.end());
+    }
     int pipefd[2];
     if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error(errno_text("pipe2"));
     auto [log_path, log_fd] = temp_file("larmor-server");
