@@ -329,7 +329,10 @@ private:
         tb.geometry = geometry_;
         tb.trajectory = trajectory_;
         tb.coords = RArray::host({static_cast<size_t>(g.dims), ns, readouts}, backend_->budgets().host);
-        CArray host = backend_->host_staging({ns, readouts, ch});
+        // Pageable, not the backend's page-locked staging: a real-time chain assembles a frame every few
+        // spokes, and cudaHostAlloc / cudaFreeHost per frame cost milliseconds now and then (cudaFreeHost
+        // waits for the whole device), where the upload of a pageable buffer costs its copy.
+        CArray host = CArray::host({ns, readouts, ch}, backend_->budgets().host);
         size_t r = 0;
         for (It it = first; it != last; ++it, ++r) {
             std::copy(it->coords.begin(), it->coords.end(), tb.coords.data() + r * ns * static_cast<size_t>(g.dims));
