@@ -1,5 +1,7 @@
 #include "tls_client.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -105,6 +107,15 @@ TlsClient::TlsClient(const std::string& host, const std::string& peer, const Tls
     if (!ssl_) throw std::runtime_error("cannot set up TLS: " + openssl_errors("SSL_new failed"));
     SSL* ssl = ssl_.get();
     SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // Called inside SSL_* calls, so under mutex_.
+    SSL_set_app_data(ssl, this);
+    SSL_set_info_callback(ssl, [](const SSL* s, int where, int ret) {
+        if (!(where & SSL_CB_READ_ALERT) || (ret >> 8) != SSL3_AL_FATAL) return;
+        auto* self = static_cast<TlsClient*>(SSL_get_app_data(s));
+        std::string d = SSL_alert_desc_string_long(ret);
+        std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        self->alert_ = d;
+    });
     // The server's certificate must name the host we were told to connect to (RFC 6125): a DNS name
     // against its DNS entries, an address against its IP address entries. Server Name Indication
     // carries DNS names only (RFC 6066 section 3).
@@ -116,6 +127,12 @@ TlsClient::TlsClient(const std::string& host, const std::string& peer, const Tls
             throw std::runtime_error("cannot verify the host name '" + host + "': " + openssl_errors("?"));
         SSL_set_tlsext_host_name(ssl, host.c_str());
     }
+}
+
+std::string TlsClient::failure(const std::string& reason) const {
+    if (alert_.empty()) return reason + alert_hint(reason, has_client_cert_);
+    const std::string both = reason + "; the server's alert: " + alert_;
+    return both + alert_hint(both, has_client_cert_);
 }
 
 void TlsClient::attach(int fd) {
@@ -164,10 +181,8 @@ size_t TlsClient::read(void* dst, size_t n, Want& want) {
     case SSL_ERROR_SYSCALL:
         if (errno == 0) return 0;
         throw std::system_error(errno, std::generic_category(), "receiving from " + peer_);
-    default: {
-        const std::string reason = openssl_errors("error " + std::to_string(err));
-        throw TlsError("TLS with " + peer_ + ": " + reason + alert_hint(reason, has_client_cert_));
-    }
+    default:
+        throw TlsError("TLS with " + peer_ + ": " + failure(openssl_errors("error " + std::to_string(err))));
     }
 }
 
@@ -185,15 +200,14 @@ size_t TlsClient::write(const void* src, size_t n, Want& want) {
     case SSL_ERROR_SYSCALL:
         throw std::system_error(errno ? errno : EPIPE, std::generic_category(), "sending to " + peer_);
     case SSL_ERROR_ZERO_RETURN:  // EOF while sending (SSL_OP_IGNORE_UNEXPECTED_EOF reports it so)
+        if (!alert_.empty()) throw TlsError("TLS with " + peer_ + ": " + failure("the server closed the connection"));
         throw TlsError("TLS with " + peer_ + ": the server closed the connection" +
                        (has_client_cert_ ? std::string(" (if right after the handshake: the server may not accept this client "
                                                        "certificate; it must be issued by a CA in the server's --tls-client-ca)")
                                          : std::string(" (the server may require a client certificate: give --tls-cert and "
                                                        "--tls-key)")));
-    default: {
-        const std::string reason = openssl_errors("error " + std::to_string(err));
-        throw TlsError("TLS with " + peer_ + ": " + reason + alert_hint(reason, has_client_cert_));
-    }
+    default:
+        throw TlsError("TLS with " + peer_ + ": " + failure(openssl_errors("error " + std::to_string(err))));
     }
 }
 

@@ -60,8 +60,14 @@ private:
     struct SslFree {
         void operator()(SSL* ssl) const;
     };
+    // The reason of a failure, with the alert the server sent when there was one (recorded by an
+    // OpenSSL info callback): the reader may process the alert while the writer then only sees the
+    // closed connection, and whichever thread reports first must still say why.
+    std::string failure(const std::string& reason) const;
+
     std::string peer_;
     bool has_client_cert_ = false;
+    std::string alert_;  // description of the last fatal alert received, lower case; guarded by mutex_
     std::mutex mutex_;
     std::unique_ptr<SSL_CTX, CtxFree> ctx_;
     std::unique_ptr<SSL, SslFree> ssl_;
