@@ -180,6 +180,14 @@ void check_nufft_grid(const NufftGrid& g, const char* what) {
                                     std::to_string(g.points) + " non-uniform points: each must be at most 2^30");
 }
 
+bool shared_tiles_pay_off(const NufftGrid& g, const NufftTiling& t) {
+    if (t.tile_size() * 8 > kMaxTileBytes) return false;
+    long long footprint = 1;
+    for (int a = 0; a < g.dims; ++a) footprint *= g.width;
+    const double per_bin = static_cast<double>(g.points) / static_cast<double>(t.bin_count());
+    return per_bin * static_cast<double>(footprint) >= static_cast<double>(t.tile_size());
+}
+
 NufftTiling nufft_tiling(const NufftGrid& g) {
     NufftTiling t;
     t.dims = g.dims;

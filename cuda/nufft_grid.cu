@@ -83,30 +83,17 @@ __global__ void __launch_bounds__(kThreads) crop_kernel(PadArgs a, const float2*
     }
 }
 
-PadArgs check(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x,
-              const CArray& grid, const char* who) {
-    if (image.rank() != g.dims)
-        throw std::invalid_argument(std::string(who) + ": image " + image.str() + " has " +
-                                    std::to_string(image.rank()) + " axes, the grid " + std::to_string(g.dims));
+PadArgs check(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, const CArray& grid,
+              const char* who) {
+    check_nufft_pad_arguments(g, image, weight, x, grid, Device::Cuda, who);
     PadArgs a{1, 1, 1, 1, 1, 1, static_cast<int>(g.batch), 0, g.grid_size(), weight.data()};
     int* N[3] = {&a.N0, &a.N1, &a.N2};
     int* n[3] = {&a.n0, &a.n1, &a.n2};
     for (int d = 0; d < g.dims; ++d) {
         *N[d] = static_cast<int>(image[d]);
         *n[d] = static_cast<int>(g.n[d]);
-        if (*N[d] > *n[d])
-            throw std::invalid_argument(std::string(who) + ": image " + image.str() + " is larger than the grid along axis " +
-                                        std::to_string(d) + " (" + std::to_string(*n[d]) + ")");
     }
     a.image_size = static_cast<long long>(a.N0) * a.N1 * a.N2;
-    if (weight.size() != static_cast<size_t>(a.image_size) || x.size() != static_cast<size_t>(a.image_size * g.batch) ||
-        grid.size() != static_cast<size_t>(a.grid_size * g.batch))
-        throw std::invalid_argument(std::string(who) + ": weight " + weight.shape().str() + ", image " +
-                                    x.shape().str() + " and grid " + grid.shape().str() + " do not match image " +
-                                    image.str() + " x batch " + std::to_string(g.batch) + " on a grid of " +
-                                    std::to_string(a.grid_size) + " points");
-    for (const Device d : {weight.device(), x.device(), grid.device()})
-        if (d != Device::Cuda) throw std::invalid_argument(std::string(who) + ": arrays must be on the CUDA device");
     return a;
 }
 

@@ -179,15 +179,7 @@ __global__ void __launch_bounds__(kTileThreads) interp_tiles_kernel(InterpArgs a
 
 InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p) {
     const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_interp_choice");
-    const NufftTiling& t = s.tiling;
-    if (t.tile_size() * 8 > kMaxTileBytes) return InterpMethod::GlobalSorted;
-    // A sub-problem copies one tile; GM-sort reads width^dims values per point (through L1, a line
-    // each): SM pays off once a bin holds more than tile / width^dims points.
-    long long footprint = 1;
-    for (int a = 0; a < g.dims; ++a) footprint *= g.width;
-    const double per_bin = static_cast<double>(g.points) / static_cast<double>(t.bin_count());
-    return per_bin * static_cast<double>(footprint) < static_cast<double>(t.tile_size()) ? InterpMethod::GlobalSorted
-                                                                                        : InterpMethod::SharedTiles;
+    return shared_tiles_pay_off(g, s.tiling) ? InterpMethod::SharedTiles : InterpMethod::GlobalSorted;
 }
 
 void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples) {

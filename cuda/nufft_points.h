@@ -64,6 +64,12 @@ const CudaNufftPointSet& cuda_point_set(const NufftGrid& g, const NufftPointSet&
 // Checks the fields of g (dims 1..3, n >= 1, width 2..16, batch >= 1, M >= 0, grid and M at most 2^30).
 void check_nufft_grid(const NufftGrid& g, const char* what);
 
+// Whether the per-bin shared-memory tiles beat one thread per point, for spreading and interpolation
+// alike: the tile must fit kMaxTileBytes, and a bin must hold enough points that its tile (copied in
+// or added back once per sub-problem) costs less than width^dims global accesses per point (average
+// points per bin above tile / width^dims). Sparse points and small grids go to GM-sort.
+bool shared_tiles_pay_off(const NufftGrid& g, const NufftTiling& t);
+
 // How nufft_spread accumulates: per-bin shared-memory tiles ("SM") or one thread per sorted point
 // adding straight into global memory ("GM-sort"), Shih et al. sec. III-A/B. Auto picks by density.
 enum class SpreadMethod { Auto, SharedTiles, GlobalSorted };

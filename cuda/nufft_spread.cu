@@ -126,16 +126,7 @@ SpreadArgs spread_args(const NufftGrid& g, const CudaNufftPointSet& s, const CAr
 
 SpreadMethod nufft_spread_choice(const NufftGrid& g, const NufftPointSet& p) {
     const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_spread_choice");
-    const NufftTiling& t = s.tiling;
-    if (t.tile_size() * 8 > kMaxTileBytes) return SpreadMethod::GlobalSorted;
-    // Per bin, SM adds one tile to global memory; GM-sort adds width^dims values per point. With the
-    // average points per bin below tile / width^dims, GM-sort makes fewer global atomics (and skips
-    // the shared ones): sparse points, small grids.
-    long long footprint = 1;
-    for (int a = 0; a < g.dims; ++a) footprint *= g.width;
-    const double per_bin = static_cast<double>(g.points) / static_cast<double>(t.bin_count());
-    return per_bin * static_cast<double>(footprint) < static_cast<double>(t.tile_size()) ? SpreadMethod::GlobalSorted
-                                                                                        : SpreadMethod::SharedTiles;
+    return shared_tiles_pay_off(g, s.tiling) ? SpreadMethod::SharedTiles : SpreadMethod::GlobalSorted;
 }
 
 void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid,

@@ -32,28 +32,15 @@ struct Axes {
 
 Axes check(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, const CArray& grid,
            const char* who) {
-    if (image.rank() != g.dims)
-        throw std::invalid_argument(std::string(who) + ": image " + image.str() + " has " +
-                                    std::to_string(image.rank()) + " axes, the grid " + std::to_string(g.dims));
+    check_nufft_pad_arguments(g, image, weight, x, grid, Device::Cpu, who);
     Axes a;
     for (int d = 0; d < g.dims; ++d) {
         a.N[d] = ll(image[d]);
         a.n[d] = g.n[d];
-        if (a.N[d] > a.n[d])
-            throw std::invalid_argument(std::string(who) + ": image " + image.str() + " is larger than the grid along axis " +
-                                        std::to_string(d) + " (" + std::to_string(a.n[d]) + ")");
     }
     a.image_size = a.N[0] * a.N[1] * a.N[2];
     a.grid_size = g.grid_size();
     a.batch = g.batch;
-    if (weight.size() != size_t(a.image_size) || x.size() != size_t(a.image_size * a.batch) ||
-        grid.size() != size_t(a.grid_size * a.batch))
-        throw std::invalid_argument(std::string(who) + ": weight " + weight.shape().str() + ", image " +
-                                    x.shape().str() + " and grid " + grid.shape().str() + " do not match image " +
-                                    image.str() + " x batch " + std::to_string(a.batch) + " on a grid of " +
-                                    std::to_string(a.grid_size) + " points");
-    for (const Device d : {weight.device(), x.device(), grid.device()})
-        if (d != Device::Cpu) throw std::invalid_argument(std::string(who) + ": arrays must be on the host");
     return a;
 }
 

@@ -60,6 +60,11 @@ public:
     virtual void execute(CArray& grid, FFTDirection dir) = 0;
 };
 
+// Throws std::invalid_argument naming the shapes unless image has the grid's dims and fits it, weight
+// holds one value per pixel, x and grid hold batch images and grids, and all three live on `device`.
+void check_nufft_pad_arguments(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x,
+                               const CArray& grid, Device device, const char* who);
+
 namespace cpu {
 void nufft_pad(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, CArray& grid);
 void nufft_crop(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& grid, CArray& x);
