@@ -266,6 +266,7 @@ struct Slot {
     BufferKey key;
     Buffer imaging;
     Buffer calibration;
+    uint64_t acquisitions = 0;  // used into this slot (ReconBuffer::acquisitions)
 };
 
 class AccumulateTriggerGadget final : public TypedGadget<Acquisition, PendingAcquisition> {
@@ -363,6 +364,7 @@ private:
         if (!calibration || both) slot.imaging.add(a, ops, g, *backend_, mix_);
         if (cfg_.emit_calibration() && (calibration || both)) slot.calibration.add(a, ops, g, *backend_, mix_);
         const bool as_calibration = cfg_.emit_calibration() && (calibration || both);
+        ++slot.acquisitions;
         ledger_->used(as_calibration && (!calibration || both) ? "imaging and calibration"
                       : as_calibration                         ? "calibration"
                                                                : "imaging");
@@ -371,7 +373,7 @@ private:
     Slot& slot_for(const BufferKey& key) {
         for (Slot& s : slots_)
             if (s.key == key) return s;
-        slots_.push_back(Slot{key, {}, {}});
+        slots_.push_back(Slot{key, {}, {}, 0});
         return slots_.back();
     }
 
@@ -385,6 +387,7 @@ private:
         if (!s.calibration.empty()) rb.ref = s.calibration.take(*backend_, g);
         if (!s.imaging.empty()) rb.data = s.imaging.take(*backend_, g);
         rb.geometry = g;
+        rb.acquisitions = s.acquisitions;
         const auto& enc = header_.encoding.at(s.key.encoding);
         if (enc.parallelImaging) {
             rb.acceleration_e1 = std::max<uint16_t>(1, enc.parallelImaging->accelerationFactor.kspace_encoding_step_1);

@@ -19,6 +19,26 @@ void AcquisitionLedger::discarded(const std::string& why, uint32_t scan_counter,
     r.count += count;
 }
 
+void AcquisitionLedger::imaged(uint64_t n) {
+    std::lock_guard<std::mutex> lock(m_);
+    imaged_ += n;
+}
+
+void AcquisitionLedger::failed(uint64_t n) {
+    std::lock_guard<std::mutex> lock(m_);
+    failed_ += n;
+}
+
+uint64_t AcquisitionLedger::imaged_count() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return imaged_;
+}
+
+uint64_t AcquisitionLedger::failed_count() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return failed_;
+}
+
 uint64_t AcquisitionLedger::used_count() const {
     std::lock_guard<std::mutex> lock(m_);
     uint64_t n = 0;
@@ -57,6 +77,10 @@ std::string AcquisitionLedger::summary(uint64_t received) const {
             sep = ", ";
         }
         s += ")";
+    }
+    if (used_n > 0) {
+        s += "; " + std::to_string(imaged_) + " reached an image";
+        if (failed_ > 0) s += " (" + std::to_string(failed_) + " were in a reconstruction that failed: see the error)";
     }
     s += "; " + std::to_string(discarded_n) + " discarded";
     if (!discarded_.empty()) {

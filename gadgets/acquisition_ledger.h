@@ -23,13 +23,22 @@ public:
     static constexpr uint32_t kUnknownScan = 0xffffffffu;  // e.g. refused while decoding
     void discarded(const std::string& why, uint32_t scan_counter, uint64_t count = 1);
 
+    // n used acquisitions reached an image that left the chain (ImageFinish counts them, from the
+    // image's ImageArray::acquisitions), or were in a reconstruction that failed (the chain counts
+    // them when a gadget throws on their buffer). The summary says how many of the used ones became
+    // images: "used" alone does not mean the client got anything from them.
+    void imaged(uint64_t n);
+    void failed(uint64_t n);
+    uint64_t imaged_count() const;
+    uint64_t failed_count() const;
+
     uint64_t used_count() const;
     uint64_t discarded_count() const;
     uint64_t used_count(const std::string& how) const;
     uint64_t discarded_count(const std::string& why) const;
 
-    // "69 acquisitions received: 68 used (67 imaging, 1 noise (prewhitening)); 1 discarded: 1 navigator
-    // data (first scan_counter 12)". `received` comes from the session, which counts every one read.
+    // "69 acquisitions received: 68 used (67 imaging, 1 noise (prewhitening)); 67 reached an image; 1
+    // discarded: 1 navigator data (first scan_counter 12)". `received` comes from the session, which counts every one read.
     std::string summary(uint64_t received) const;
 
 private:
@@ -40,6 +49,7 @@ private:
     mutable std::mutex m_;
     std::map<std::string, uint64_t> used_;
     std::map<std::string, Reason> discarded_;
+    uint64_t imaged_ = 0, failed_ = 0;
 };
 
 }  // namespace larmor

@@ -3,6 +3,7 @@
 // to the core and runs the solver's loop: it reports progress to the client, honours a deadline and
 // records provenance (chain, version, iterations, residual history, lambda) in the image's meta.
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -113,10 +114,12 @@ public:
         setup.lambda = s_.lambda;
         setup.cg = {s_.iterations, s_.tolerance};
         NoncartesianSense p = noncartesian_sense(backend_, tb, plan, weights, setup);
+        check_maps(p.maps, "the gridded k-space centre");
         ConjugateGradient& cg = *p.solver;
         const bool deadline_hit = iterate(cg, t0, out);
 
         ImageArray img;
+        img.acquisitions = tb.acquisitions;
         const size_t nz = tb.image.rank() == 3 ? tb.image[2] : 1;
         img.data = p.image.reshaped({tb.image[0], tb.image[1], nz, 1});
         img.head = image_header_from(tb.reference, tb.geometry, img.data.shape(), ++image_index_);
@@ -131,7 +134,7 @@ public:
                      "{:.3e}, {:.1f} ms",
                      session_, ds[1], ds[0], coils, tb.trajectory, img.data.shape().str(), cg.iteration(),
                      cg.residual(), elapsed_ms(t0));
-        out.emit(std::move(img));
+        emit_checked(std::move(img), cg, deadline_hit, out);
     }
 
     void process(ReconBuffer& rb, Emitter& out) override {
@@ -158,22 +161,61 @@ public:
         const KSpace& cal = rb.ref.empty() ? rb.data : rb.ref;
         const CalibrationRegion region = fully_sampled_centre(cal.sampled, e1, e2, kMinCalibrationLines);
         const CArray maps = sense_maps(be, calibration_images(be, cal.data, region), s_.map_kernel, s_.map_stride);
+        check_maps(maps, "the calibration region " + region.str());
 
         CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.lambda, {s_.iterations, s_.tolerance});
         ConjugateGradient& cg = *p.solver;
         const bool deadline_hit = iterate(cg, t0, out);
 
         ImageArray img;
+        img.acquisitions = rb.acquisitions;
         img.data = to_recon_grid(be, p.image.reshaped({shape[0], e1, e2, 1}), rb.geometry);
         img.head = image_header_from(rb.data.reference, rb.geometry, img.data.shape(), ++image_index_);
         provenance(img.meta, cg, region, deadline_hit);
         spdlog::info("[{}] CgSense: {} -> {} in {} iterations, residual {:.3e}, calibration {}, {:.1f} ms", session_,
                      shape.str(), img.data.shape().str(), cg.iteration(), cg.residual(), region.str(),
                      elapsed_ms(t0));
-        out.emit(std::move(img));
+        emit_checked(std::move(img), cg, deadline_hit, out);
     }
 
 private:
+    // Walsh's maps have unit norm wherever the calibration image has signal, so sum |s|^2 counts those
+    // pixels: zero or non-finite means the estimate collapsed, and CG would return zeros with residual 0.
+    void check_maps(const CArray& maps, const std::string& from) {
+        Backend& be = *backend_;
+        CArray n2 = be.empty({1});
+        be.norm2(maps, n2);
+        const double sum = be.to_host(n2).data()[0].real();
+        if (!(sum >= 1.0) || !std::isfinite(sum))
+            throw std::runtime_error("CgSense: the coil maps estimated from " + from + " collapsed: the sum of |s|^2 over " +
+                                     maps.shape().str() + " is " + std::to_string(sum) +
+                                     " where each pixel with signal contributes 1 (no signal in the calibration data, "
+                                     "non-finite samples, or calibration images that overflowed float)");
+    }
+
+    // A solver that did nothing, or whose residual is not a number, produced no image worth the name:
+    // the image goes out marked as failed (LarmorStatus "failed", LarmorFailure), and the error, which
+    // the session counts and sends as TEXT, names the step and the values.
+    void emit_checked(ImageArray img, const ConjugateGradient& cg, bool deadline_hit, Emitter& out) {
+        std::string failure;
+        if (!std::isfinite(cg.residual()))
+            failure = "CG-SENSE diverged: the residual is " + std::to_string(cg.residual()) + " after iteration " +
+                      std::to_string(cg.iteration()) + " (non-finite values in the data or the coil maps)";
+        else if (cg.iteration() == 0 && deadline_hit)
+            failure = "CG-SENSE stopped at iteration 0: the deadline of " + std::to_string(s_.deadline_ms) +
+                      " ms passed before the first iteration, so the image is the zero start";
+        else if (cg.iteration() == 0)
+            failure = "CG-SENSE stopped at iteration 0 with residual " + std::to_string(cg.residual()) +
+                      ": the right-hand side E^H y is zero, so no signal reached the solver";
+        if (failure.empty()) {
+            out.emit(std::move(img));
+            return;
+        }
+        mark_failed(img.meta, failure);
+        out.emit(std::move(img));
+        throw std::runtime_error(failure);
+    }
+
     // The solver's loop: progress lines every progress_interval iterations and the deadline. True when
     // the deadline stopped it.
     bool iterate(ConjugateGradient& cg, std::chrono::steady_clock::time_point t0, Emitter& out) {

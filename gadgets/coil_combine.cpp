@@ -54,11 +54,15 @@ public:
         if (cfg_.method() == config::COMBINE_WALSH) {
             kernels::walsh_combine(*backend_, img.data, kernel_, stride_, y);
             step = "COMBINE_WALSH";
+            img.meta.set("LarmorCoilMapKernel", static_cast<long>(kernel_));
+            img.meta.set("LarmorCoilMapStride", static_cast<long>(stride_));
         } else {
             kernels::rss_last_axis(*backend_, img.data, y);
         }
         img.data = y.reshaped({s[0], s[1], s[2], 1});
         img.head.channels = 1;
+        img.meta.set("LarmorCoilCombination", step);
+        img.meta.set("LarmorCoils", static_cast<long>(s[3]));
         append_processing_history(img.meta, step);
         out.emit(std::move(img));
     }

@@ -25,18 +25,22 @@ public:
     }
 
     void process(ReconBuffer& rb, Emitter& out) override {
-        if (!rb.ref.empty()) reconstruct(rb.ref, rb.geometry, true, out);
-        if (!rb.data.empty()) reconstruct(rb.data, rb.geometry, false, out);
+        // The buffer's acquisitions reach an image with the data's image (the calibration image's when
+        // the buffer holds calibration lines only).
+        if (!rb.ref.empty()) reconstruct(rb.ref, rb.geometry, true, rb.data.empty() ? rb.acquisitions : 0, out);
+        if (!rb.data.empty()) reconstruct(rb.data, rb.geometry, false, rb.acquisitions, out);
     }
 
 private:
-    void reconstruct(const KSpace& k, const EncodingGeometry& g, bool calibration, Emitter& out) {
+    void reconstruct(const KSpace& k, const EncodingGeometry& g, bool calibration, uint64_t acquisitions,
+                     Emitter& out) {
         const Shape& s = k.data.shape();
         if (s.rank() != 4)
             throw std::runtime_error("FFT: k-space buffer of shape " + s.str() + ", expected [RO, E1, E2, CH]");
         CArray coils = backend_->empty(s);
         backend_->fft(k.data, coils, s[2] > 1 ? 0b111u : 0b011u, FFTDirection::Inverse);
         ImageArray img;
+        img.acquisitions = acquisitions;
         img.data = to_recon_grid(*backend_, coils, g);
         uint16_t& counter = calibration ? calibration_index_ : image_index_;
         img.head = image_header_from(k.reference, g, img.data.shape(), ++counter);

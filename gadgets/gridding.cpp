@@ -83,6 +83,7 @@ public:
         plan.adjoint(yw, coil_images);
 
         ImageArray img;
+        img.acquisitions = tb.acquisitions;
         const size_t nz = tb.image.rank() == 3 ? tb.image[2] : 1;
         img.data = coil_images.reshaped({tb.image[0], tb.image[1], nz, coils});
         img.head = image_header_from(tb.reference, tb.geometry, img.data.shape(), ++image_index_);

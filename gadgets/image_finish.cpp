@@ -70,6 +70,10 @@ public:
     void start(const SessionContext& ctx) override {
         backend_ = ctx.backend;
         if (!backend_) throw std::runtime_error("ImageFinish: the session has no backend");
+        chain_ = ctx.chain_name;
+        ledger_ = ctx.ledger;
+        backend_name_ = backend_->device() == Device::Cuda ? "cuda" : "cpu";
+        device_ = backend_->describe();
     }
 
     void process(ImageArray& arr, Emitter& out) override {
@@ -84,6 +88,7 @@ public:
         // Calibration-only (ACS) images go to the next series, so clients keep them apart.
         img.head.image_series_index = uint16_t(series_ + (calibration ? 1 : 0));
         append_processing_history(meta, history_step(output));
+        set_provenance(meta, chain_, backend_name_, device_);
         // Work that needs no pixels comes before the download: on a GPU the reconstruction is still
         // running when this gadget starts, and the download waits for it. Only the scale of ushort
         // images depends on the pixels.
@@ -91,12 +96,14 @@ public:
         if (!scaled) img.meta = write_meta(meta);
         if (output == config::OUTPUT_COMPLEX) {
             const CArray host = backend_->to_host(arr.data);
+            check(reinterpret_cast<const float*>(host.data()), 2 * n, arr, img);
             img.head.data_type = ISMRMRD::ISMRMRD_CXFLOAT;
             put(img.pixels, std::vector<cfloat>(host.data(), host.data() + n));
         } else if (scaled) {
             // The part is taken on the session backend (on a GPU only the floats come back).
             std::vector<float> values(n);
             backend_->download_part(arr.data, part_of(output), values.data());
+            check(values.data(), n, arr, img);
             img.head.data_type = ISMRMRD::ISMRMRD_USHORT;
             const float scale = cfg_.scale() > 0 ? cfg_.scale() : auto_scale(values);
             std::vector<uint16_t> shorts(n);
@@ -112,12 +119,55 @@ public:
             img.head.data_type = ISMRMRD::ISMRMRD_FLOAT;
             img.pixels.resize(n * sizeof(float));
             backend_->download_part(arr.data, part_of(output), reinterpret_cast<float*>(img.pixels.data()));
+            check(reinterpret_cast<const float*>(img.pixels.data()), n, arr, img);
         }
         img.head.attribute_string_len = uint32_t(img.meta.size());
         out.emit(std::move(img));
+        if (ledger_) ledger_->imaged(arr.acquisitions);
     }
 
 private:
+    // A reconstruction that overflowed float, or produced nothing, must not reach the client looking
+    // like an image (issue 18: k-space at 1e12 gave all-zero images with no word). Images a gadget
+    // already marked as failed (it reported the error) go out as they are, marked. Phase images are
+    // zero where the image is real and positive, so only their finiteness is checked.
+    void check(const float* v, size_t count, const ImageArray& arr, const Image& img) const {
+        if (is_marked_failed(arr.meta)) return;
+        size_t non_finite = 0, nonzero = 0;
+        float largest = 0.f;
+        for (size_t i = 0; i < count; ++i) {
+            const float x = v[i];
+            if (!std::isfinite(x)) {
+                ++non_finite;
+            } else if (x != 0.f) {
+                ++nonzero;
+                largest = std::max(largest, std::abs(x));
+            }
+        }
+        const bool phase = cfg_.output() == config::OUTPUT_PHASE;
+        if (non_finite == 0 && (nonzero > 0 || phase || count == 0)) return;
+        std::string what = "image " + std::to_string(img.head.image_index) + " (slice " +
+                           std::to_string(img.head.slice) + ", repetition " + std::to_string(img.head.repetition) +
+                           ") of chain '" + chain_ + "' on " + backend_name_ + " after " + history(arr.meta) + ": ";
+        if (non_finite > 0)
+            what += std::to_string(non_finite) + " of " + std::to_string(count) +
+                    " values are non-finite (largest finite magnitude " + std::to_string(largest) +
+                    "): a value overflowed float or became NaN; if the k-space is very large (its magnitude squared "
+                    "summed over an image must stay below 3e38), scale the data down before sending it";
+        else
+            what += "all " + std::to_string(count) +
+                    " values are zero: the reconstruction produced nothing (the input is all zero, or a step "
+                    "overflowed float or collapsed: k-space far beyond float's range must be scaled down); no "
+                    "image is sent";
+        throw std::runtime_error(what);
+    }
+
+    static std::string history(const ISMRMRD::MetaContainer& meta) {
+        std::string h;
+        for (size_t i = 0; i < meta.length(kMetaHistory); ++i) h += (i ? " > " : "") + std::string(meta.as_str(kMetaHistory, i));
+        return h.empty() ? "its reconstruction" : h;
+    }
+
     // Peak to 4095; an all-zero image keeps scale 1.
     static float auto_scale(const std::vector<float>& v) {
         float peak = 0;
@@ -127,8 +177,10 @@ private:
     }
 
     config::ImageFinish cfg_;
+    std::string chain_, backend_name_, device_;
     uint16_t series_ = 1;
     std::shared_ptr<Backend> backend_;
+    std::shared_ptr<AcquisitionLedger> ledger_;
 };
 
 }  // namespace

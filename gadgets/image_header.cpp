@@ -66,4 +66,22 @@ void append_processing_history(ISMRMRD::MetaContainer& meta, const char* step) {
     meta.append(kMetaGadgetronHistory, step);
 }
 
+void set_provenance(ISMRMRD::MetaContainer& meta, const std::string& chain, const std::string& backend,
+                    const std::string& device) {
+    meta.set("LarmorChain", chain.c_str());
+    meta.set("LarmorVersion", LARMOR_VERSION);
+    meta.set("LarmorBackend", backend.c_str());
+    meta.set("LarmorDevice", device.c_str());
+    if (!is_marked_failed(meta)) meta.set(kMetaStatus, "ok");
+}
+
+void mark_failed(ISMRMRD::MetaContainer& meta, const std::string& why) {
+    meta.set(kMetaStatus, "failed");
+    meta.append(kMetaFailure, why.c_str());
+}
+
+bool is_marked_failed(const ISMRMRD::MetaContainer& meta) {
+    return meta.length(kMetaStatus) > 0 && std::string(meta.as_str(kMetaStatus)) == "failed";
+}
+
 }  // namespace larmor

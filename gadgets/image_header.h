@@ -27,7 +27,22 @@ std::string write_meta(const ISMRMRD::MetaContainer& meta);
 // Appends one step to the "ImageProcessingHistory" attribute (and its GADGETRON_ twin).
 void append_processing_history(ISMRMRD::MetaContainer& meta, const char* step);
 
+// The provenance block every image of every chain carries (issue 18), set by ImageFinish from the
+// session: LarmorChain, LarmorVersion, LarmorBackend ("cpu" / "cuda"), LarmorDevice (the backend's
+// description) and LarmorStatus ("ok", or "failed" with LarmorFailure saying what failed). The gadget
+// that made the image adds the parameters that shaped it (solver iterations and residual, density
+// compensation, NUFFT tolerance, coil combination, ...).
+void set_provenance(ISMRMRD::MetaContainer& meta, const std::string& chain, const std::string& backend,
+                    const std::string& device);
+
+// Marks an image as the result of a failed step: LarmorStatus "failed", LarmorFailure `why` (appended
+// when several steps failed). A client that keeps the image can tell it from a good one.
+void mark_failed(ISMRMRD::MetaContainer& meta, const std::string& why);
+bool is_marked_failed(const ISMRMRD::MetaContainer& meta);
+
 // Meta keys shared by the gadgets.
+inline constexpr const char* kMetaStatus = "LarmorStatus";
+inline constexpr const char* kMetaFailure = "LarmorFailure";
 inline constexpr const char* kMetaDataRole = "DataRole";
 inline constexpr const char* kMetaGadgetronDataRole = "GADGETRON_DataRole";
 inline constexpr const char* kMetaHistory = "ImageProcessingHistory";

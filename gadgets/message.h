@@ -80,6 +80,9 @@ struct ReconBuffer {
     // ("embedded", "interleaved", "separate", "external", "other"; empty when absent).
     uint16_t acceleration_e1 = 1, acceleration_e2 = 1;
     std::string calibration_mode;
+    // Acquisitions of the stream in this buffer (imaging and calibration lines), for the session's
+    // summary: they reach an image when the image made from this buffer leaves the chain.
+    uint64_t acquisitions = 0;
 };
 
 // What the readout accumulator (accumulate_readouts) hands a non-Cartesian reconstruction: readouts
@@ -100,6 +103,8 @@ struct TrajectoryBuffer {
     std::string trajectory;
     // Real-time frames: this frame's index in the session (0, 1, ...).
     uint32_t frame = 0;
+    // Readouts that no earlier frame held (all of them without a sliding window), for the summary.
+    uint64_t acquisitions = 0;
 };
 
 // Complex image data on the session backend, with the header the finished image will carry.
@@ -108,6 +113,8 @@ struct ImageArray {
     ISMRMRD::ISMRMRD_ImageHeader head{};
     // Meta attributes, kept parsed between gadgets: XML only once, when ImageFinish makes the wire image.
     ISMRMRD::MetaContainer meta;
+    // Acquisitions that reach an image with this one (its buffer's; 0 on further images of a buffer).
+    uint64_t acquisitions = 0;
 };
 
 using Message =

@@ -103,6 +103,7 @@ public:
         if (count_ == 1) reference_ = head;
         std::copy(acq.data.begin(), acq.data.end(), rf_.data() + e * samples_);
         ledger_->used("ultrasound element signals");
+        ++shot_acquisitions_;
         if (acq.flag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE) || count_ == elements_) reconstruct(out);
     }
 
@@ -144,6 +145,7 @@ private:
         img.dz_m = migration_->dz_m();
         img.dx_m = migration_->dx_m();
         emit(img, out);
+        shot_acquisitions_ = 0;
         spdlog::info("[{}] UltrasoundPlaneWave: {} samples x {} elements migrated in {:.1f} ms", session_, samples_,
                      elements_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         received_.clear();
@@ -152,6 +154,7 @@ private:
 
     void emit(const StoltImage& img, Emitter& out) {
         ImageArray arr;
+        arr.acquisitions = shot_acquisitions_;
         arr.data = img.analytic.reshaped({samples_, elements_, 1, 1});
         ISMRMRD::ISMRMRD_ImageHeader& h = arr.head;
         h.version = ISMRMRD_VERSION_MAJOR;
@@ -197,6 +200,7 @@ private:
     PlaneWaveGeometry geometry_;
     std::unique_ptr<StoltMigration> migration_;
     size_t samples_ = 0, elements_ = 0, count_ = 0;
+    uint64_t shot_acquisitions_ = 0;  // used into the current shot (ImageArray::acquisitions)
     CArray rf_;                      // host [samples, elements]
     std::vector<uint8_t> received_;  // per element
     ISMRMRD::ISMRMRD_AcquisitionHeader reference_{};

@@ -197,18 +197,35 @@ TEST(CgSenseChain, ReportsProgressAndProvenance) {
     EXPECT_EQ(out.images[0].head.matrix_size[0], 128);
 }
 
-TEST(CgSenseChain, DeadlineStopsTheSolverAndSaysSo) {
+// A solver that did no iteration (here: a deadline already spent by the maps) made no image: the
+// image still goes out, marked as failed, and the error names the step and the values (issue 18).
+TEST(CgSenseChain, ASolverStoppedAtIterationZeroFailsLoudlyWithAMarkedImage) {
     config::CgSense cfg;
     cfg.set_iterations(10000);
     cfg.set_tolerance(0.f);
     cfg.set_deadline_ms(1e-3f);  // spent by the maps already: no iteration runs
     cfg.set_progress_interval(-1);
-    const Output out = run(cg_sense_chain(cfg), phantom_dataset(spec_of(8, 2)), make_cpu_backend());
-    ASSERT_EQ(out.images.size(), 1u);
-    EXPECT_TRUE(out.texts.empty());
-    const ISMRMRD::MetaContainer meta = parse_meta(out.images[0].meta);
+    const test::Dataset ds = phantom_dataset(spec_of(8, 2));
+    test::GadgetHarness h(cg_sense_chain(cfg));
+    SessionContext ctx = test::make_session(ds.header_xml, make_cpu_backend());
+    ctx.chain_name = "cg_sense";
+    h.start(ctx);
+    std::string error;
+    try {
+        for (const Acquisition& a : ds.acquisitions) h.push(a);
+        h.finish();
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    EXPECT_NE(error.find("stopped at iteration 0"), std::string::npos) << error;
+    EXPECT_NE(error.find("deadline of 0.001"), std::string::npos) << error;
+    const std::vector<Image> images = h.take<Image>();
+    ASSERT_EQ(images.size(), 1u);
+    const ISMRMRD::MetaContainer meta = parse_meta(images[0].meta);
     EXPECT_EQ(meta.as_long("CgSenseStoppedByDeadline"), 1);
-    EXPECT_LT(meta.as_long("CgSenseIterations"), 10000);
+    EXPECT_EQ(meta.as_long("CgSenseIterations"), 0);
+    EXPECT_STREQ(meta.as_str("LarmorStatus"), "failed");
+    EXPECT_EQ(std::string(meta.as_str("LarmorFailure")), error);
 }
 
 TEST(CgSenseChain, InvalidSettingsAreRefusedByName) {

@@ -136,7 +136,8 @@ TEST(NoiseDependency, SplitSessionsGiveTheImageOfOneCombinedSession) {
                                   scan.acquisitions);
     EXPECT_EQ(joined_texts(combined), "");
     EXPECT_EQ(summary_of(combined),
-              "[Summary] 128 acquisitions received: 128 used (64 imaging, 64 noise (prewhitening)); 0 discarded\n");
+              "[Summary] 128 acquisitions received: 128 used (64 imaging, 64 noise (prewhitening)); 64 reached an image; 0 "
+              "discarded\n");
     const std::vector<float> reference = only_image(combined);
 
     // The noise alone under the id the imaging header names, then the imaging data alone.
@@ -145,7 +146,7 @@ TEST(NoiseDependency, SplitSessionsGiveTheImageOfOneCombinedSession) {
     ASSERT_EQ(noise_reply.size(), 2u) << "a noise-only session returns its summary and CLOSE: "
                                       << joined_texts(noise_reply);
     EXPECT_EQ(summary_of(noise_reply),
-              "[Summary] 64 acquisitions received: 64 used (64 noise (prewhitening)); 0 discarded\n");
+              "[Summary] 64 acquisitions received: 64 used (64 noise (prewhitening)); 0 reached an image; 0 discarded\n");
     const auto split = session(server.port(), "default.xml", test::with_measurement(scan.xml, "IMG_2", "NOISE_1"),
                                imaging.acquisitions);
     EXPECT_EQ(joined_texts(split), "");

@@ -104,7 +104,8 @@ std::string expected_cartesian_summary(const ScanFile& scan, uint64_t extra_disc
     if (imaging) used += std::to_string(imaging) + " imaging";
     if (noise) used += (used.empty() ? "" : ", ") + std::to_string(noise) + " noise (prewhitening)";
     std::string s = "[Summary] " + std::to_string(n) + " acquisitions received: " + std::to_string(imaging + noise) +
-                    " used (" + used + "); " + std::to_string(calibration_only + extra_discards) + " discarded";
+                    " used (" + used + "); " + std::to_string(imaging) + " reached an image; " +
+                    std::to_string(calibration_only + extra_discards) + " discarded";
     std::string reasons = extra;
     if (calibration_only)
         reasons += (reasons.empty() ? "" : "; ") + std::to_string(calibration_only) +

@@ -2,6 +2,7 @@
 // Argument validation of the gadget kernels (gadgets/kernels), shared by their CPU and CUDA
 // implementations so that both reject the same calls with the same words. Every message names the
 // offending value.
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -159,5 +160,17 @@ inline size_t walsh_grid_coord(size_t i, int stride, size_t n) {
 // Power iterations for the dominant eigenvector (both backends use the same count and start vector,
 // so they agree even where the eigengap is small).
 constexpr int kWalshIterations = 20;
+
+// The factor Walsh's estimate multiplies the coil images by before it forms R = sum v v^H: the power of
+// two nearest 1 / rms(x), from the coils' energies summed in double (1 when x is zero). The maps do not
+// depend on x's scale, but in float R holds |x|^2 and the power iteration |R v|^2 ~ |x|^4, which
+// overflow above |x| ~ 1e9 and lose everything below |x| ~ 1e-9: k-space scaled by 1e12 or 1e-12, or
+// integer-scaled exports peaking at 5e13, gave all-zero maps and silently wrong images (issue 18). A
+// power of two scales exactly, so the maps of data at any scale inside float's range agree to rounding.
+inline float walsh_input_scale(double total_energy, double values) {
+    if (!(total_energy > 0.0) || !(values > 0.0) || !std::isfinite(total_energy)) return 1.f;
+    const int e = static_cast<int>(std::lround(0.5 * std::log2(total_energy / values)));
+    return static_cast<float>(std::ldexp(1.0, -e));
+}
 
 }  // namespace larmor::kernels::checks

@@ -20,8 +20,10 @@ void rss_last_axis(const CArray& x, CArray& y, int threads);
 void combine_last_axis(const CArray& x, const CArray& maps, CArray& y, int threads);
 void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps, int threads);
 
-// Index of the coil with the largest energy sum_p |x[p, c]|^2 (the first on ties): the phase
-// reference of the Walsh maps, shared by both implementations.
-int strongest_coil(const cfloat* x, size_t pixels, size_t coils, int threads);
+// Each coil's energy sum_p |x[p, c]|^2, in double.
+std::vector<double> coil_energies(const cfloat* x, size_t pixels, size_t coils, int threads);
+// Index of the coil with the largest energy (the first on ties): the phase reference of the Walsh
+// maps, shared by both implementations.
+int strongest_coil(const std::vector<double>& energy);
 
 }  // namespace larmor::kernels::cpu

@@ -21,7 +21,7 @@
 
 namespace larmor::kernels::cpu {
 
-int strongest_coil(const cfloat* x, size_t pixels, size_t coils, int threads) {
+std::vector<double> coil_energies(const cfloat* x, size_t pixels, size_t coils, int threads) {
     std::vector<double> energy(coils, 0.0);
     const long long nc = static_cast<long long>(coils);
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -31,6 +31,10 @@ int strongest_coil(const cfloat* x, size_t pixels, size_t coils, int threads) {
         for (size_t p = 0; p < pixels; ++p) e += static_cast<double>(std::norm(xc[p]));
         energy[static_cast<size_t>(c)] = e;
     }
+    return energy;
+}
+
+int strongest_coil(const std::vector<double>& energy) {
     return static_cast<int>(std::max_element(energy.begin(), energy.end()) - energy.begin());
 }
 
@@ -90,7 +94,11 @@ void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps, 
     const size_t slices = pixels / (nx * ny);
     const size_t tri = nc * (nc + 1) / 2;
     const int lo = checks::walsh_lo(kernel), hi = checks::walsh_hi(kernel);
-    const int ref = strongest_coil(x.data(), pixels, nc, threads);
+    const std::vector<double> energy = coil_energies(x.data(), pixels, nc, threads);
+    const int ref = strongest_coil(energy);
+    double total = 0.0;
+    for (double e : energy) total += e;
+    const float scale = checks::walsh_input_scale(total, static_cast<double>(pixels * nc));
     const cfloat* in = x.data();
 
     // Exact eigenvectors on the grid. With stride 1 the grid is every pixel and they are the maps.
@@ -123,7 +131,7 @@ void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps, 
                 cfloat* cx = col.data() + xx * tri;
                 for (long long yy = y0; yy <= y1; ++yy) {
                     const size_t p = slice_off + static_cast<size_t>(yy) * nx + xx;
-                    for (size_t c = 0; c < nc; ++c) u[c] = in[c * pixels + p];
+                    for (size_t c = 0; c < nc; ++c) u[c] = in[c * pixels + p] * scale;
                     size_t t = 0;
                     for (size_t i = 0; i < nc; ++i)
                         for (size_t jj = i; jj < nc; ++jj, ++t) {

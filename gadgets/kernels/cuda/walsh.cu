@@ -151,6 +151,15 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
     const int xs = max(0, grid_coord(i0, a.stride, nx) - a.lo);
     const int xe = min(nx - 1, grid_coord(i0 + npts - 1, a.stride, nx) + a.hi);
 
+    // The phase reference and the input scale (strongest_coil) before formation: staging scales x.
+    __shared__ int ref_s;
+    __shared__ float scale_s;
+    if (tid < 32) {
+        float sc;
+        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc, a.pixels, sc);
+        if (tid == 0) ref_s = r, scale_s = sc;
+    }
+
     // ---- phase 1: formation ----
     // Thread roles: tile (ti, tj) of point fp's R, and the same tile of the column sum of column
     // slot fp of the current chunk of P columns.
@@ -187,7 +196,8 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
             for (int c = 0; c < 4; ++c) cs[r][c] = make_float2(0.f, 0.f);
         for (int ya = y0; ya <= y1; ya += a.band_rows) {
             const int nrows = min(a.band_rows, y1 - ya + 1);
-            __syncthreads();  // the previous staging and column sums are consumed
+            __syncthreads();  // the previous staging and column sums are consumed (and scale_s is set)
+            const float sc = scale_s;
             // One pixel per thread, all its coils: consecutive threads read consecutive x of a coil.
             for (int pix = tid; pix < nrows * ncols; pix += kThreads) {
                 const int r = pix / ncols, q = pix - r * ncols;
@@ -197,7 +207,7 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
                 for (int c = 0; c < CP; c += 2) {
                     const float2 u = c < a.nc ? src[c * a.pixels] : make_float2(0.f, 0.f);
                     const float2 w = c + 1 < a.nc ? src[(c + 1) * a.pixels] : make_float2(0.f, 0.f);
-                    dst[c / 2] = make_float4(u.x, u.y, w.x, w.y);
+                    dst[c / 2] = make_float4(u.x * sc, u.y * sc, w.x * sc, w.y * sc);
                 }
             }
             __syncthreads();
@@ -249,11 +259,6 @@ __global__ void __launch_bounds__(GridCfg<CP>::kThreads, 2) walsh_grid_kernel(co
 
     // ---- phase 2: power iteration, warp-synchronous for CP <= 32; then the output ----
     power_iterations<CP>(R, CP * kPitch, vs, red, npts, tid);
-    __shared__ int ref_s;
-    if (tid < 32) {
-        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
-        if (tid == 0) ref_s = r;
-    }
     __syncthreads();
     write_vectors<CP>(vs, npts, a, grow * a.gx + i0, ref_s, tid, kThreads);
 }

@@ -102,15 +102,21 @@ __device__ __forceinline__ void group_sync(int barrier_count) {
 // coil c's chunks added in order, then the first maximum (largest energy, smallest index on ties, as
 // the CPU). Every block that needs it computes it (a few KB from L2) instead of a one-block kernel in
 // between: one launch less.
-__device__ inline int strongest_coil(const double* __restrict__ partial, long long chunks, int coils) {
+//
+// It also returns (in every lane) checks::walsh_input_scale of the total energy, the factor the
+// coil images are multiplied by before R is formed, so that R and the power iteration stay inside
+// float's range whatever the data's scale.
+__device__ inline int strongest_coil(const double* __restrict__ partial, long long chunks, int coils,
+                                     long long pixels, float& input_scale) {
     const int lane = threadIdx.x & 31;
-    double best = -1.0;
+    double best = -1.0, total = 0.0;
     int best_c = 0;
     for (int c = lane; c < kWalshMaxCoils; c += 32) {
         if (c >= coils) break;
         double e = 0.0;
 #pragma unroll 8  // the loads go out together; the sum stays in chunk order
         for (long long k = 0; k < chunks; ++k) e += partial[c * chunks + k];
+        total += e;
         if (e > best) {  // c grows: ties keep the smaller index
             best = e;
             best_c = c;
@@ -123,6 +129,13 @@ __device__ inline int strongest_coil(const double* __restrict__ partial, long lo
             best = ob;
             best_c = oc;
         }
+    }
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+    const double values = static_cast<double>(pixels) * static_cast<double>(coils);
+    input_scale = 1.f;
+    if (total > 0.0 && isfinite(total)) {
+        const int e = static_cast<int>(llround(0.5 * log2(total / values)));
+        input_scale = static_cast<float>(ldexp(1.0, -e));
     }
     return best_c;
 }

@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(PointCfg<CP>::kThreads, 3) walsh_point_kernel(
     extern __shared__ float4 smem4[];
     __shared__ Window win[P];
     __shared__ int ref_s, max_pix_s;
+    __shared__ float scale_s;
     float2* const areas = reinterpret_cast<float2*>(smem4);  // [P][kArea]
     float2* const vs = areas + Cfg::kAreasFloat2;             // [P][CP]
     float* const red = reinterpret_cast<float*>(vs + P * CP);  // [P][L::kRedPerPoint]
@@ -133,8 +134,9 @@ __global__ void __launch_bounds__(PointCfg<CP>::kThreads, 3) walsh_point_kernel(
 
     stage_pixels(0);
     if (tid < 32) {  // while the copies are in flight
-        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc);
-        if (tid == 0) ref_s = r;
+        float sc;
+        const int r = strongest_coil(a.energy, a.energy_chunks, a.nc, a.pixels, sc);
+        if (tid == 0) ref_s = r, scale_s = sc;
     }
 
     // Formation: thread (fp, tile (ti, tj)) sums its 4x4 tile of point fp's R.
@@ -153,7 +155,9 @@ __global__ void __launch_bounds__(PointCfg<CP>::kThreads, 3) walsh_point_kernel(
     int rowpos = 0;
     for (int k0 = 0; k0 < max_pix; k0 += kPointChunk) {
         __pipeline_wait_prior(0);
-        __syncthreads();  // every thread's copies have landed
+        __syncthreads();  // every thread's copies have landed (and scale_s is set)
+        // The copies go straight to shared memory, so x is scaled here, as it is read.
+        const float sc = scale_s;
         const int n = former ? min(kPointChunk, npix - k0) : 0;
         for (int q = 0; q < n; ++q) {
             const float2* pv = stage + q * kPitch;
@@ -161,10 +165,10 @@ __global__ void __launch_bounds__(PointCfg<CP>::kThreads, 3) walsh_point_kernel(
             const float4 a23 = *reinterpret_cast<const float4*>(pv + 4 * ti + 2);
             const float4 b01 = *reinterpret_cast<const float4*>(pv + 4 * tj);
             const float4 b23 = *reinterpret_cast<const float4*>(pv + 4 * tj + 2);
-            const float2 av[4] = {make_float2(a01.x, a01.y), make_float2(a01.z, a01.w), make_float2(a23.x, a23.y),
-                                  make_float2(a23.z, a23.w)};
-            const float2 bv[4] = {make_float2(b01.x, b01.y), make_float2(b01.z, b01.w), make_float2(b23.x, b23.y),
-                                  make_float2(b23.z, b23.w)};
+            const float2 av[4] = {make_float2(a01.x * sc, a01.y * sc), make_float2(a01.z * sc, a01.w * sc),
+                                  make_float2(a23.x * sc, a23.y * sc), make_float2(a23.z * sc, a23.w * sc)};
+            const float2 bv[4] = {make_float2(b01.x * sc, b01.y * sc), make_float2(b01.z * sc, b01.w * sc),
+                                  make_float2(b23.x * sc, b23.y * sc), make_float2(b23.z * sc, b23.w * sc)};
 #pragma unroll
             for (int r = 0; r < 4; ++r)
 #pragma unroll
