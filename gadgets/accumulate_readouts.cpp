@@ -11,8 +11,15 @@
 // the offending value, never gridded somewhere else. A readout without one (trajectory_dimensions 0)
 // gets the coordinates of the chain's `computed` trajectory when it has one
 // (noncart/computed_trajectory.h), as every readout does with `computed.override_stream`.
+//
+// With `trajectory_weights` each sample's last traj component is its density weight (the ISMRMRD layout
+// of Gadgetron and many exports: 3 = (kx, ky, w), 4 = (kx, ky, kz, w)). Only the chain can say so: a
+// 3-component traj is otherwise a 3D trajectory, and on a 3D encoding (kx, ky, w) of a stack of stars
+// and (kx, ky, kz) of a kooshball look alike. The weights are checked like the coordinates (finite,
+// >= 0, not all zero over a frame) and travel with the buffer, as sent, for DENSITY_FROM_STREAM.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <optional>
 #include <stdexcept>
@@ -37,6 +44,18 @@ constexpr size_t kMaxChannels = 1024;
 // trajectory computation) and is then clamped; beyond it the readout is refused.
 constexpr double kRangeSlack = 1e-3;
 
+// A weight as sent, to 9 significant digits (std::to_string would print a 1e-8 weight as 0.000000).
+std::string number(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+    return buf;
+}
+
+// Where a third traj component meets a 2D encoding: Gadgetron's exports put the density weight there.
+constexpr const char* kWeightHint =
+    "; if the third traj component is a density weight (ISMRMRD (kx, ky, w)), set accumulate_readouts { "
+    "trajectory_weights: true }";
+
 std::string scan(const Acquisition& a) { return " (acquisition scan_counter " + std::to_string(a.head.scan_counter) + ")"; }
 
 struct Key {
@@ -51,6 +70,7 @@ struct Key {
 struct Readout {
     std::vector<cfloat> samples;  // s + c * S, as ISMRMRD stores them
     std::vector<float> coords;    // [dims, S], cycles per FOV
+    std::vector<float> weights;   // [S], the traj's last component (trajectory_weights); else empty
     ISMRMRD::ISMRMRD_AcquisitionHeader head{};
 };
 
@@ -75,6 +95,7 @@ public:
         window_ = static_cast<size_t>(cfg.window());
         stride_ = cfg.stride() == 0 ? window_ : static_cast<size_t>(cfg.stride());
         if (cfg.has_computed()) computed_.emplace(cfg.computed());
+        weights_ = cfg.trajectory_weights();
     }
 
     bool uses_trajectories() const override { return true; }
@@ -147,8 +168,9 @@ private:
         if (ring_.size() > window_) ring_.pop_front();
         ++since_frame_;
         if (ring_.size() == window_ && (frames_ == 0 || since_frame_ >= stride_)) {
-            since_frame_ = 0;
             TrajectoryBuffer tb = assemble(ring_.begin(), ring_.end());
+            tb.acquisitions = since_frame_;  // the readouts no earlier frame held
+            since_frame_ = 0;
             tb.frame = frames_++;
             out.emit(std::move(tb));
         }
@@ -164,22 +186,44 @@ private:
         return computed_ && (computed_->override_stream() || a.head.trajectory_dimensions == 0);
     }
 
-    // Coordinates per sample of a readout: its own trajectory_dimensions, or the computed kind's.
+    // Coordinates per sample of a readout: its own trajectory_dimensions (less the weight with
+    // trajectory_weights), or the computed kind's.
     int dims_of(const Acquisition& a) const {
-        return computed_for(a) ? computed_->dims() : a.head.trajectory_dimensions;
+        if (computed_for(a)) return computed_->dims();
+        return a.head.trajectory_dimensions - (weights_ ? 1 : 0);
     }
 
     std::string dims_origin(const Acquisition& a) const {
-        return computed_for(a) ? " (computed " + computed_->kind_name() + ")" : " (the readout's traj)";
+        if (computed_for(a))
+            return " (computed " + computed_->kind_name() + (weights_ ? "; density weights from the traj)" : ")");
+        return weights_ ? " (the readout's traj, its last component the density weight)" : " (the readout's traj)";
+    }
+
+    // With trajectory_weights the readout's own traj must hold one component after its coordinates:
+    // 3 or 4, or the computed kind's coordinates + 1 (override_stream: coordinates computed, weights sent).
+    void check_weight_component(const Acquisition& a) const {
+        const int td = a.head.trajectory_dimensions;
+        const bool computed = computed_for(a);
+        if (computed ? td == computed_->dims() + 1 : (td == 3 || td == 4)) return;
+        throw std::runtime_error(
+            "AccumulateReadouts: trajectory_weights is set (density weights from the stream) but the readout has "
+            "trajectory_dimensions " + std::to_string(td) +
+            ", no component for a weight: each sample's weight follows its coordinates, 3 = (kx, ky, w) for a 2D "
+            "trajectory or a stack of stars, 4 = (kx, ky, kz, w) for 3D" +
+            (computed ? " (" + std::to_string(computed_->dims() + 1) + " with the computed " + computed_->kind_name() +
+                            " coordinates)"
+                      : std::string()) +
+            "; without weights in the data, unset trajectory_weights and use a computed density" + scan(a));
     }
 
     const Grid& grid_for(const Acquisition& a) {
         const int td = dims_of(a);
+        const int weight = weights_ ? 1 : 0;  // messages count traj components as the stream does
         if (grid_) {
             if (td != traj_dims_)
                 throw std::runtime_error(
-                    "AccumulateReadouts: trajectory_dimensions " + std::to_string(td) + dims_origin(a) +
-                    ", earlier readouts had " + std::to_string(traj_dims_) +
+                    "AccumulateReadouts: trajectory_dimensions " + std::to_string(td + weight) + dims_origin(a) +
+                    ", earlier readouts had " + std::to_string(traj_dims_ + weight) +
                     (computed_ && !computed_->override_stream()
                          ? "; set computed { override_stream: true } to use the computed trajectory for every readout"
                          : "") +
@@ -192,6 +236,9 @@ private:
                 " (2 or 3 supported; a non-Cartesian chain needs each readout's trajectory: send it as the "
                 "acquisition's traj, or compute it in the chain with accumulate_readouts { computed { kind: "
                 "TRAJECTORY_GOLDEN_ANGLE ... } }, see README \"Non-Cartesian reconstruction\")" +
+                (td == 4 ? "; 4 components are (kx, ky, kz, w) with density weights: set accumulate_readouts { "
+                           "trajectory_weights: true }"
+                         : "") +
                 scan(a));
         if (a.head.encoding_space_ref != 0)
             throw std::runtime_error("AccumulateReadouts: encoding_space_ref " +
@@ -214,6 +261,9 @@ private:
         grid_ = g;
         spdlog::info("[{}] AccumulateReadouts: {} trajectory, {}D coordinates{}{}, image {}", session_, trajectory_, td,
                      dims_origin(a), g.stack ? " (stack of stars)" : "", g.image.str());
+        if (td == 3 && g.image[2] == 1 && !weights_ && !computed_for(a))
+            spdlog::warn("[{}] AccumulateReadouts: 3 traj components on an encoding of one partition are read as "
+                         "(kx, ky, kz){}", session_, kWeightHint);
         return *grid_;
     }
 
@@ -230,12 +280,12 @@ private:
 
     // The readout's traj, converted from the chain's units to cycles per FOV and checked, into r.coords.
     void stream_coords(const Acquisition& a, const Grid& g, Readout& r) const {
-        const size_t ns = a.head.number_of_samples;
+        const size_t ns = a.head.number_of_samples, stride = a.head.trajectory_dimensions;
         const bool normalised = cfg_.trajectory_units() == config::TRAJECTORY_NORMALISED;
         for (size_t s = 0; s < ns; ++s)
             for (int d = 0; d < traj_dims_; ++d) {
                 const double n = static_cast<double>(g.image[d]);
-                const float v = a.traj[s * traj_dims_ + static_cast<size_t>(d)];
+                const float v = a.traj[s * stride + static_cast<size_t>(d)];
                 double k = normalised ? v * n : v;
                 if (!std::isfinite(k) || std::abs(k) > n / 2 * (1 + kRangeSlack) + 1e-9)
                     throw std::runtime_error(
@@ -245,7 +295,8 @@ private:
                         (normalised ? std::string("[-0.5, 0.5] in normalised units")
                                     : "[-" + std::to_string(g.image[d] / 2) + ", " + std::to_string(g.image[d] / 2) +
                                           "] cycles per FOV") +
-                        "; trajectory_units says " + (normalised ? "normalised" : "cycles per FOV") + ")" + scan(a));
+                        "; trajectory_units says " + (normalised ? "normalised" : "cycles per FOV") + ")" +
+                        (d == 2 && g.image[2] == 1 ? kWeightHint : "") + scan(a));
                 k = std::clamp(k, -n / 2, n / 2);
                 r.coords[s * static_cast<size_t>(g.dims) + static_cast<size_t>(d)] = static_cast<float>(k);
             }
@@ -266,7 +317,25 @@ private:
         computed_->fill(a.head, partition, r.coords.data(), g.dims);
     }
 
+    // Each sample's density weight, the last of its traj components, into r.weights: used as sent
+    // (DENSITY_FROM_STREAM), so only what no weighting can mean is refused.
+    void stream_weights(const Acquisition& a, Readout& r) const {
+        const size_t ns = a.head.number_of_samples, td = a.head.trajectory_dimensions;
+        r.weights.resize(ns);
+        for (size_t s = 0; s < ns; ++s) {
+            const float w = a.traj[s * td + td - 1];
+            if (!std::isfinite(w) || w < 0)
+                throw std::runtime_error("AccumulateReadouts: density weight " + number(w) + " at sample " +
+                                         std::to_string(s) + " (traj component " + std::to_string(td) + " of " +
+                                         std::to_string(td) + ", trajectory_weights) is " +
+                                         (std::isfinite(w) ? "negative" : "not finite") +
+                                         "; weights must be finite and >= 0" + scan(a));
+            r.weights[s] = w;
+        }
+    }
+
     Readout readout_of(const Acquisition& a) {
+        if (weights_) check_weight_component(a);
         const Grid& g = grid_for(a);
         const bool computed = computed_for(a);
         const size_t ns = a.head.number_of_samples, ch = a.head.active_channels;
@@ -276,10 +345,11 @@ private:
         if (ns == 0 || a.data.size() != ch * ns)
             throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.data.size()) + " values of data for " +
                                      std::to_string(ch) + " channels x " + std::to_string(ns) + " samples" + scan(a));
-        if (!computed && a.traj.size() != ns * traj_dims_)
+        const size_t td = a.head.trajectory_dimensions;  // traj's stride: coordinates (+ weight)
+        if ((!computed || weights_) && a.traj.size() != ns * td)
             throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.traj.size()) +
                                      " trajectory values for " + std::to_string(ns) + " samples x " +
-                                     std::to_string(traj_dims_) + " dimensions" + scan(a));
+                                     std::to_string(td) + " dimensions" + scan(a));
         if (samples_ && ns != *samples_)
             throw std::runtime_error("AccumulateReadouts: readout of " + std::to_string(ns) +
                                      " samples; earlier readouts had " + std::to_string(*samples_) + scan(a));
@@ -297,6 +367,7 @@ private:
             computed_coords(a, g, r);
         else
             stream_coords(a, g, r);
+        if (weights_) stream_weights(a, r);
         if (g.stack) {
             const int kz = partition_of(a, g) - int(g.image[2] / 2);
             for (size_t s = 0; s < ns; ++s) r.coords[s * 3 + 2] = static_cast<float>(kz);
@@ -341,7 +412,57 @@ private:
             tb.reference = it->head;
         }
         tb.data = backend_->to_device(host);
+        if (weights_) tb.weights = frame_weights(first, last, tb);
         return tb;
+    }
+
+    // The readouts' weights as one [samples, readouts] array. A frame whose weights are all zero would
+    // grid to a zero image: refused, naming its readouts.
+    template <class It>
+    RArray frame_weights(It first, It last, const TrajectoryBuffer& tb) {
+        const size_t ns = *samples_, readouts = static_cast<size_t>(std::distance(first, last));
+        RArray w = RArray::host({ns, readouts}, backend_->budgets().host);
+        double sum = 0;
+        size_t r = 0;
+        for (It it = first; it != last; ++it, ++r) {
+            std::copy(it->weights.begin(), it->weights.end(), w.data() + r * ns);
+            for (float v : it->weights) sum += v;
+        }
+        if (sum == 0)
+            throw std::runtime_error("AccumulateReadouts: every density weight (trajectory_weights) of the " +
+                                     std::to_string(readouts) + " readouts of frame " + std::to_string(frames_) +
+                                     " is zero (acquisition scan_counter " + std::to_string(first->head.scan_counter) +
+                                     " to " + std::to_string(tb.reference.scan_counter) + ")");
+        if (frames_ == 0) say_weight_scale(sum, tb);
+        return w;
+    }
+
+    // Stream weights are used as sent, so their units set the image's scale (and CG-SENSE's balance with
+    // lambda). Says once how their sum compares with the volume of k-space the samples span, which the
+    // computed weights (k-space area in cycles per FOV) match to a few percent when k-space is covered;
+    // exports in normalised units, for one, are N^2 (N^3 in 3D) smaller.
+    void say_weight_scale(double sum, const TrajectoryBuffer& tb) const {
+        const size_t dims = tb.coords.shape()[0], m = tb.coords.size() / dims;
+        const bool in_plane = tb.partitions > 1 || dims == 2;  // radius in kx-ky, kz the partition
+        double kmax2 = 0;
+        const float* k = tb.coords.data();
+        for (size_t i = 0; i < m; ++i) {
+            double r2 = 0;
+            for (size_t d = 0; d < (in_plane ? 2 : dims); ++d) r2 += double(k[i * dims + d]) * k[i * dims + d];
+            kmax2 = std::max(kmax2, r2);
+        }
+        constexpr double kPi = 3.14159265358979323846;
+        const double kmax = std::sqrt(kmax2);
+        const double volume = in_plane ? kPi * kmax2 * double(tb.partitions) : 4.0 / 3.0 * kPi * kmax2 * kmax;
+        const double ratio = volume > 0 ? sum / volume : 0;
+        const bool odd = !(ratio > 0.1 && ratio < 10);
+        const auto level = odd ? spdlog::level::warn : spdlog::level::info;
+        spdlog::log(level, "[{}] AccumulateReadouts: the stream's density weights sum to {:.4g}, {:.3g} times the "
+                           "k-space {} their samples span ({:.4g} in cycles per FOV, the computed weights' units){}",
+                    session_, sum, ratio, in_plane && tb.partitions == 1 ? "area" : "volume", volume,
+                    odd ? ": used as sent, they scale the gridded image by that factor and shift CG-SENSE's balance "
+                          "with lambda"
+                        : "");
     }
 
     std::vector<Readout>& slot_for(const Key& key) {
@@ -354,6 +475,7 @@ private:
     void emit_slot(std::vector<Readout>& readouts, Emitter& out) {
         if (readouts.empty()) return;
         TrajectoryBuffer tb = assemble(readouts.begin(), readouts.end());
+        tb.acquisitions = readouts.size();
         tb.frame = frames_++;
         readouts.clear();
         out.emit(std::move(tb));
@@ -384,7 +506,8 @@ private:
     std::string session_, trajectory_;
     EncodingGeometry geometry_;
     std::optional<Grid> grid_;
-    uint16_t traj_dims_ = 0;
+    uint16_t traj_dims_ = 0;  // coordinates per sample (the weight not counted)
+    bool weights_ = false;    // trajectory_weights: the traj's last component is the density weight
     std::optional<size_t> samples_, channels_;
     std::vector<std::pair<Key, std::vector<Readout>>> slots_;
     std::deque<Readout> ring_;  // real-time mode: the last `window` readouts

@@ -24,6 +24,15 @@ std::optional<uint32_t> acquisition_scan(const Message& m) {
 }
 constexpr const char* kAfterFailure = "dropped after a gadget failed (see the error)";
 
+// Acquisitions a buffer or image carries towards an image (ReconBuffer / TrajectoryBuffer / ImageArray
+// ::acquisitions): when a gadget fails on it, they are counted as used but never reaching an image.
+uint64_t acquisitions_carried(const Message& m) {
+    if (const auto* r = std::get_if<ReconBuffer>(&m)) return r->acquisitions;
+    if (const auto* t = std::get_if<TrajectoryBuffer>(&m)) return t->acquisitions;
+    if (const auto* i = std::get_if<ImageArray>(&m)) return i->acquisitions;
+    return 0;
+}
+
 // A queue item: a message, or the end-of-stream marker (nullopt) that drains the chain in order.
 using Item = std::optional<Message>;
 }  // namespace
@@ -68,11 +77,20 @@ struct ChainRunner::Impl {
     mutable std::mutex error_mutex;
     std::vector<std::string> error_list;
     std::atomic<bool> any_failed{false};
+    ChainErrorHook error_hook;  // set before the threads start, read-only after
 
     void record_error(const std::string& where, const std::string& what) {
         {
             std::lock_guard<std::mutex> lock(error_mutex);
             error_list.push_back("[" + where + "] ERROR: " + what);
+            // Under the lock, so two gadgets failing at once reach the hook in error_list's order.
+            // A throwing hook must not end the gadget thread (std::terminate): the error stays listed.
+            if (error_hook) {
+                try {
+                    error_hook(error_list.back());
+                } catch (...) {
+                }
+            }
         }
         any_failed = true;
         spdlog::error("session {}: gadget {} failed: {}", ctx.session_id, where, what);
@@ -104,8 +122,10 @@ struct ChainRunner::Impl {
             if (!item->has_value()) break;
             Message& msg = **item;  // moved into process() below
             const std::optional<uint32_t> scan = acquisition_scan(msg);
+            const uint64_t carried = acquisitions_carried(msg);
             const bool dropped = s.failed;
             guarded(s, [&] { s.gadget->process(std::move(msg), out); });
+            if (carried && s.failed) ctx.ledger->failed(carried);
             // An acquisition that met a failed stage, or made it fail, goes no further.
             if (scan && s.failed)
                 ctx.ledger->discarded(dropped ? std::string(kAfterFailure) : "lost when " + s.name + " failed on it", *scan);
@@ -175,6 +195,11 @@ void ChainRunner::close_and_wait() {
     impl_->closed = true;
     impl_->stages.front()->queue.push(Item());
     impl_->join_all();
+}
+
+void ChainRunner::set_error_hook(ChainErrorHook hook) {
+    if (impl_->started) throw std::logic_error("ChainRunner::set_error_hook after start");
+    impl_->error_hook = std::move(hook);
 }
 
 bool ChainRunner::failed() const { return impl_->any_failed; }

@@ -17,6 +17,9 @@ namespace larmor {
 
 // Receives what leaves the last gadget (images and text go to the client; the rest is dropped).
 using ChainSink = std::function<void(Message)>;
+// Told of each gadget error ("[GadgetName] ERROR: what") as it happens, so the session can write it to
+// its client at once instead of when the stream ends.
+using ChainErrorHook = std::function<void(const std::string&)>;
 
 class ChainRunner {
 public:
@@ -38,6 +41,11 @@ public:
 
     // Signals the end of the stream and waits until every gadget has finished in order.
     void close_and_wait();
+
+    // Before start(): `hook` is called on the failing gadget's thread with each error, in the order
+    // errors() lists them, under the lock that guards them: it must return soon and must not call
+    // back into this ChainRunner.
+    void set_error_hook(ChainErrorHook hook);
 
     // True once any gadget has thrown.
     bool failed() const;

@@ -79,6 +79,19 @@ void validate(const config::Chain& chain, const std::string& origin) {
                               " names no gadget type; known types: " + join(known_gadget_types()));
 }
 
+// A reconstruction that asks for the stream's density weights (DENSITY_FROM_STREAM) needs the readout
+// accumulator before it to read the trajectory's last component as a weight; gadgets are built one by
+// one and cannot see each other, so the chain says it for the user, who then sets one option, not two.
+void imply_settings(config::Chain& chain) {
+    bool from_stream = false;
+    for (int i = chain.gadget_size() - 1; i >= 0; --i) {
+        config::Gadget& g = *chain.mutable_gadget(i);
+        if (g.has_gridding() && g.gridding().density() == config::DENSITY_FROM_STREAM) from_stream = true;
+        if (g.has_cg_sense() && g.cg_sense().density() == config::DENSITY_FROM_STREAM) from_stream = true;
+        if (g.has_accumulate_readouts() && from_stream) g.mutable_accumulate_readouts()->set_trajectory_weights(true);
+    }
+}
+
 config::Chain parse_text_format(const std::string& text, const std::string& origin) {
     config::Chain chain;
     pb::TextFormat::Parser parser;
@@ -118,6 +131,7 @@ void check_config_name(const std::string& name) {
 config::Chain parse_chain(const std::string& text, const std::string& origin) {
     config::Chain chain = looks_like_xml(text) ? translate_gadgetron_xml(text, origin) : parse_text_format(text, origin);
     validate(chain, origin);
+    imply_settings(chain);
     return chain;
 }
 

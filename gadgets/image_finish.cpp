@@ -123,7 +123,9 @@ public:
         }
         img.head.attribute_string_len = uint32_t(img.meta.size());
         out.emit(std::move(img));
-        if (ledger_) ledger_->imaged(arr.acquisitions);
+        // A failed reconstruction's image (marked) is no image of its acquisitions: the gadget that
+        // marked it failed, and the chain counts them as failed.
+        if (ledger_ && !is_marked_failed(arr.meta)) ledger_->imaged(arr.acquisitions);
     }
 
 private:

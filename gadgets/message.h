@@ -91,6 +91,9 @@ struct ReconBuffer {
 struct TrajectoryBuffer {
     CArray data;    // [samples, readouts, coils] on the session backend
     RArray coords;  // [dims, samples, readouts] on the host, cycles per FOV of the image (core's units)
+    // Density weights that came with the data (accumulate_readouts trajectory_weights: each sample's
+    // last traj component), [samples, readouts] on the host, as sent; empty when the stream has none.
+    RArray weights;
     Shape image;    // the image grid the coordinates refer to: [X, Y] or [X, Y, Z]
     // Stack of stars: the Cartesian kz partitions (coords' third axis is the partition index about the
     // centre, readouts in arrival order); 1 otherwise.

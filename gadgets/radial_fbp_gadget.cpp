@@ -1,6 +1,7 @@
 // RadialFbp: filtered backprojection of 2D radial spokes (core/recon/radial_fbp.h; Schiwietz et al.,
-// SPIE 2006). Per trajectory buffer: the spokes' angles and sample spacing come from the trajectory
-// (checked to be straight lines through the centre), coil images [X, Y, 1, C] go on to coil_combine.
+// SPIE 2006). Per trajectory buffer: the spokes' angles, sample spacing and offsets from k = 0 come
+// from the trajectory (checked to be straight lines through or beside the centre; off-centre spokes
+// are corrected by the Fourier shift), coil images [X, Y, 1, C] go on to coil_combine.
 // The reconstruction object keeps its filter and workspace, and is rebuilt only when the trajectory
 // changes (hash of the coordinates).
 #include <chrono>
@@ -69,6 +70,7 @@ public:
         fbp_->reconstruct(tb.data, coil_images);
 
         ImageArray img;
+        img.acquisitions = tb.acquisitions;
         img.data = coil_images.reshaped({tb.image[0], tb.image[1], 1, ds[2]});
         img.head = image_header_from(tb.reference, tb.geometry, img.data.shape(), ++image_index_);
         ISMRMRD::MetaContainer& meta = img.meta;
@@ -78,6 +80,10 @@ public:
         meta.set("LarmorChain", chain_.c_str());
         meta.set("LarmorTrajectory", tb.trajectory.c_str());
         meta.set("LarmorRampWindow", window_name(cfg_.window()));
+        // What shaped the image, so two images can be told apart: the ramp's window and the largest
+        // spoke shift (samples) the Fourier shift undid (0: centred spokes, 0.5: BART's sampling).
+        meta.set("LarmorFbpWindow", window_name(cfg_.window()));
+        meta.set("LarmorFbpMaxSpokeOffset", fbp_->max_spoke_shift());
         meta.set("LarmorFrame", static_cast<long>(tb.frame));
         meta.set("ImageComment", "FBP");
         spdlog::debug("[{}] RadialFbp: {} spokes x {} samples x {} coils -> {} in {:.2f} ms", session_, ds[1], ds[0],

@@ -35,6 +35,13 @@ std::string endpoint_text(const boost::asio::ip::tcp::socket& s) {
 
 std::string error_text(const std::string& where, const std::string& what) { return "[" + where + "] ERROR: " + what; }
 
+// A TEXT as it goes on the wire. Every TEXT ends with a newline: Gadgetron's clients print TEXT as it
+// comes, without adding one.
+std::vector<uint8_t> encoded_text(const std::string& text) {
+    if (!text.empty() && text.back() == '\n') return wire::encode(Text{text});
+    return wire::encode(Text{text + "\n"});
+}
+
 // Wire name of a decoded message ("ACQUISITION(1008)"), from the variant alternative.
 std::string message_name(const wire::WireMessage& m) {
     static constexpr uint16_t kIds[] = {wire::kConfigFile, wire::kConfigScript,    wire::kParameterScript,
@@ -127,7 +134,7 @@ void Session::run() noexcept {
     device_lease_.reset();
     // A client that stopped reading (or vanished) lost what was still to be sent: an error of this
     // session even when nothing else went wrong.
-    size_t errors = std::max(errors_.size(), reported_errors_);  // the chain's errors were reported too
+    size_t errors = errors_.size() + chain_errors_;
     if (writer_.failed()) {
         ++errors;
         log_->warn("[Socket] ERROR: {}", writer_.error());
@@ -164,8 +171,10 @@ void Session::serve() {
             if (stop_requested_) {
                 abort_session("Server", "larmor-server is shutting down; the session ended before the client's CLOSE");
             } else if (dynamic_cast<const wire::RejectedMessage*>(&e)) {
-                // Read to its end, so the stream is still framed: drain until the client's CLOSE and
-                // answer there, never into an upload still under way. Only the first one is reported.
+                // Read to its end, so the stream is still framed: the error goes to the client now
+                // (fail), the rest is read and dropped until its CLOSE, answered there with the
+                // summary and CLOSE (see fail() for why an upload under way may get the TEXT). Only
+                // the first one is reported.
                 ++acquisitions_;
                 ++env_->stats.acquisitions;
                 ledger_->discarded("refused while decoding (see the error)", AcquisitionLedger::kUnknownScan);
@@ -323,6 +332,11 @@ void Session::on_header(const std::string& xml) {
         log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}", header.encoding.size(), xml.size(),
                    backend->describe(),
                    use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string());
+        // A gadget's error reaches the client when it happens, from the gadget's thread.
+        chain_->set_error_hook([this](const std::string& e) {
+            ++chain_errors_;
+            report_error(e);
+        });
         chain_->start(
             SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies, ledger_},
             [this](Message m) { deliver(std::move(m)); });
@@ -410,11 +424,25 @@ void Session::answer_dependency_query() {
     reply_and_close({});
 }
 
+// The error is written at once, while the client may still be uploading, and the connection stays
+// open: the rest of the stream is read and dropped until the client's CLOSE, answered with the summary
+// and CLOSE as before. Answering into an upload under way is safe for the clients in use; what broke
+// Gadgetron 4.1's clients (protocol.md, "Known weaknesses") was TEXT + CLOSE followed by closing the
+// socket with the client's data unread: the kernel resets the connection and the client's next write
+// fails (broken pipe). A TEXT alone does not: gadgetron_ismrmrd_client, HEAD and v4.1, reads on its own
+// thread from connect() on (read_task in ../shared/tools/gadgetron-client/src/*/client.cpp) and prints
+// each TEXT as it comes, beside the upload; larmor-client reads on its own thread too
+// (tools/client/session.cpp). A client that reads nothing until it has sent everything finds the TEXT
+// (a few hundred bytes) waiting in its socket buffer at the end, as before. The write goes through the
+// writer's own thread (SocketWriter::post), so not even a client whose receive buffer is full can
+// stall this reading thread and, through it, its own upload; such a client is ended by --write-timeout
+// as it would be for an image.
 void Session::fail(const std::string& where, const std::string& what) {
     errors_.push_back(error_text(where, what));
     log_->warn("{}; discarding input until the client's CLOSE", errors_.back());
     state_ = State::Discarding;
     output_enabled_ = false;
+    report_error(errors_.back());
 }
 
 void Session::abort_session(const std::string& where, const std::string& what) {
@@ -422,19 +450,28 @@ void Session::abort_session(const std::string& where, const std::string& what) {
     log_->warn("{}; ending the session now", errors_.back());
     state_ = State::Discarding;
     output_enabled_ = false;
+    report_error(errors_.back());
     reply_and_close({});
 }
 
+void Session::report_error(const std::string& text) {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    if (replied_) return;  // the final reply is under way: nothing may follow its CLOSE
+    ++env_->stats.errors;
+    if (!writer_.post(encoded_text(text))) unsent_errors_.push_back(text);
+}
+
 void Session::reply_and_close(const std::vector<std::string>& notes) {
-    std::vector<std::string> texts = errors_;
-    if (chain_) {
-        for (auto& e : chain_->errors()) texts.push_back(std::move(e));
+    // Every error known so far was posted already (send() below waits until those are on the wire,
+    // so they precede the rest); only those that could not be posted are sent here. A gadget failing
+    // from now on (an aborted chain) is logged but no longer told: its TEXT could follow CLOSE.
+    std::vector<std::string> texts;
+    {
+        std::lock_guard<std::mutex> lock(report_mutex_);
+        replied_ = true;
+        texts.swap(unsent_errors_);
     }
-    reported_errors_ = texts.size();
-    for (const auto& t : texts) {
-        ++env_->stats.errors;
-        send(Text{t});
-    }
+    for (const auto& t : texts) send(Text{t});
     for (const auto& n : notes) send(Text{n});
     // Every session that got as far as data says what became of it; the dependency pre-query
     // (answered with DEPENDENCY_QUERY and CLOSE only, protocol.md) never does.
@@ -443,8 +480,7 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
         log_->info("{}", s);
         send(Text{s});
     }
-    send(wire::Close{});
-    writer_.seal();  // a late image of an aborted chain can never follow CLOSE
+    writer_.send_last(wire::encode(wire::Close{}));  // sealed with it: no late image can follow CLOSE
     if (writer_.failed()) log_->warn("reply not delivered: {}", writer_.error());
     chain_.reset();  // aborts the chain if it still runs, joins its threads
     // Its arrays are gone with the chain: give the memory claim back now, not when the server
@@ -498,9 +534,7 @@ void Session::deliver(Message msg) {
 }
 
 bool Session::send(const wire::WireMessage& msg) {
-    // Every TEXT ends with a newline: Gadgetron's clients print TEXT as it comes, without adding one.
-    if (const auto* t = std::get_if<Text>(&msg); t && (t->text.empty() || t->text.back() != '\n'))
-        return writer_.send(wire::encode(Text{t->text + "\n"}));
+    if (const auto* t = std::get_if<Text>(&msg)) return writer_.send(encoded_text(t->text));
     // encode() throws on a malformed image; from deliver() that fails the gadget that produced it.
     return writer_.send(wire::encode(msg));
 }

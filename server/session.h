@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -82,14 +83,19 @@ private:
     // Answers the dependency pre-query with DEPENDENCY_QUERY, then CLOSE (never TEXT: see protocol.md).
     void answer_dependency_query();
 
-    // Records a framed error: logged, reported at the end, the rest of the input is discarded.
+    // Records a framed error: logged, written to the client at once (report_error), the rest of the
+    // input is discarded until the client's CLOSE.
     void fail(const std::string& where, const std::string& what);
     // The stream lost its framing (or the peer is gone): reply at once and end the session.
     void abort_session(const std::string& where, const std::string& what);
 
     // "[Summary] ...": the session's acquisitions, received = used + discarded (and why).
     std::string summary() const;
-    // Sends every error, `notes`, then CLOSE; nothing can follow. Then closes the connection.
+    // Writes an error TEXT to the client now, without waiting on it: from the session thread (fail)
+    // and from gadget threads (the chain's error hook). Each error once; counted in stats.errors.
+    void report_error(const std::string& text);
+    // Sends the errors report_error could not hand to the writer, `notes`, the summary, then CLOSE;
+    // nothing can follow. Then closes the connection.
     void reply_and_close(const std::vector<std::string>& notes);
 
     // Gives the session's place under --max-sessions back (once; the server took it at accept).
@@ -116,8 +122,11 @@ private:
     bool use_cuda_ = false;
     std::atomic<bool> output_enabled_{true};  // off after a session error: no partial results
 
-    std::vector<std::string> errors_;  // "[where] ERROR: what", in order
-    size_t reported_errors_ = 0;       // error TEXTs sent (the session's and the chain's)
+    std::vector<std::string> errors_;  // the session's own, "[where] ERROR: what", in order
+    std::atomic<size_t> chain_errors_{0};  // the chain's (its error hook), for the session's log line
+    std::mutex report_mutex_;  // unsent_errors_, replied_: the session thread and gadget threads report
+    std::vector<std::string> unsent_errors_;  // not posted (no writer thread to be had): sent at the end
+    bool replied_ = false;  // reply_and_close has begun: a later error could only follow its CLOSE
     std::atomic<bool> stop_requested_{false};
     std::atomic<bool> finished_{false};
     bool slot_released_ = false;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <system_error>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -180,7 +181,7 @@ void SocketReader::discard_until_eof(std::chrono::steady_clock::duration max_wai
 SocketWriter::SocketWriter(Transport& transport, std::chrono::steady_clock::duration timeout)
     : transport_(transport), timeout_(timeout) {}
 
-SocketWriter::~SocketWriter() = default;
+SocketWriter::~SocketWriter() { stop_posting(); }
 
 void SocketWriter::write_all(const uint8_t* p, size_t n) {
     while (n > 0) {
@@ -192,17 +193,79 @@ void SocketWriter::write_all(const uint8_t* p, size_t n) {
     }
 }
 
-bool SocketWriter::send(const std::vector<uint8_t>& bytes) {
+bool SocketWriter::write_message(const std::vector<uint8_t>& bytes, bool seal_after) {
     std::lock_guard<std::mutex> lock(write_mutex_);
     if (sealed_ || failed_ || closed_) return false;
     try {
         write_all(bytes.data(), bytes.size());
+        if (seal_after) sealed_ = true;
         return true;
     } catch (const std::exception& e) {
         error_ = e.what();
         failed_ = true;
+        if (seal_after) sealed_ = true;
         return false;
     }
+}
+
+void SocketWriter::wait_posted() {
+    std::unique_lock<std::mutex> lock(post_mutex_);
+    idle_cv_.wait(lock, [&] { return posted_.empty() && !posting_; });
+}
+
+bool SocketWriter::send(const std::vector<uint8_t>& bytes) {
+    wait_posted();
+    return write_message(bytes, false);
+}
+
+bool SocketWriter::send_last(const std::vector<uint8_t>& bytes) {
+    wait_posted();
+    return write_message(bytes, true);
+}
+
+bool SocketWriter::post(std::vector<uint8_t> bytes) {
+    if (sealed_ || failed_ || closed_) return false;
+    std::lock_guard<std::mutex> lock(post_mutex_);
+    if (stopping_) return false;
+    if (!poster_.joinable()) {
+        try {
+            poster_ = std::thread([this] { drain_posted(); });
+        } catch (const std::system_error&) {
+            return false;  // no thread to be had: the caller sends it itself, later
+        }
+    }
+    posted_.push_back(std::move(bytes));
+    post_cv_.notify_one();
+    return true;
+}
+
+void SocketWriter::drain_posted() {
+    std::unique_lock<std::mutex> lock(post_mutex_);
+    for (;;) {
+        post_cv_.wait(lock, [&] { return stopping_ || !posted_.empty(); });
+        if (stopping_) {
+            posted_.clear();  // the connection is closed: nothing can be written any more
+            idle_cv_.notify_all();
+            return;
+        }
+        std::vector<uint8_t> bytes = std::move(posted_.front());
+        posted_.pop_front();
+        posting_ = true;
+        lock.unlock();
+        write_message(bytes, false);  // a failure is kept in error_, as for send()
+        lock.lock();
+        posting_ = false;
+        if (posted_.empty()) idle_cv_.notify_all();
+    }
+}
+
+void SocketWriter::stop_posting() noexcept {
+    {
+        std::lock_guard<std::mutex> lock(post_mutex_);
+        stopping_ = true;
+    }
+    post_cv_.notify_all();
+    if (poster_.joinable() && poster_.get_id() != std::this_thread::get_id()) poster_.join();
 }
 
 void SocketWriter::seal() {
@@ -218,10 +281,13 @@ void SocketWriter::shutdown_send() noexcept {
 void SocketWriter::shutdown_receive() noexcept { transport_.shutdown_receive(); }
 
 void SocketWriter::close() noexcept {
-    std::lock_guard<std::mutex> lock(write_mutex_);
-    if (!closed_) transport_.close();
-    closed_ = true;
-    sealed_ = true;
+    {
+        std::lock_guard<std::mutex> lock(write_mutex_);
+        if (!closed_) transport_.close();
+        closed_ = true;
+        sealed_ = true;
+    }
+    stop_posting();  // its thread finds the writer closed and ends
 }
 
 std::string SocketWriter::error() const {

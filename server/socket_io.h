@@ -1,16 +1,20 @@
 #pragma once
 // Byte-level I/O of one session's connection. The session thread reads through SocketReader (with a
 // real deadline on every read), while images leave from the chain's last gadget thread through
-// SocketWriter (one mutex, a write deadline). Both sit on a Transport: plain TCP (TcpTransport here)
+// SocketWriter (one mutex, a write deadline; post() hands a message to the writer's own thread for
+// callers that must never wait on the client). Both sit on a Transport: plain TCP (TcpTransport here)
 // or TLS over it (server/tls_transport.h), so the session has one code path for both. A Transport
 // allows one reader thread and one writer thread at a time.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -128,8 +132,22 @@ public:
     SocketWriter& operator=(const SocketWriter&) = delete;
 
     // Writes one encoded message completely. Returns false (and writes nothing) once the writer has
-    // failed or was sealed; throws nothing: the first failure is kept in error().
+    // failed or was sealed; throws nothing: the first failure is kept in error(). Waits first until
+    // every message posted before the call is on the wire, so a thread's posts and sends leave in
+    // the order it made them.
     bool send(const std::vector<uint8_t>& bytes);
+    // send(), then seal() in the same step: nothing posted or sent from another thread meanwhile can
+    // follow this message (the final CLOSE) on the wire.
+    bool send_last(const std::vector<uint8_t>& bytes);
+
+    // Queues one encoded message for the writer's own thread (started on the first post) and returns
+    // at once, in order with earlier posts. For errors the session must tell its client now from a
+    // thread that must not wait on a client that does not read: the session's reader (a client that
+    // uploads without reading would stall its own upload) and gadget threads (they hold the chain).
+    // The write is bounded by the write timeout like any other; its failure shows in failed().
+    // Returns false when nothing was queued: the writer failed, was sealed or closed, or its thread
+    // could not be started (the caller then sends the message later itself).
+    bool post(std::vector<uint8_t> bytes);
 
     // After the final CLOSE: later sends (late images of an aborted chain) are dropped, so nothing
     // can follow CLOSE on the wire.
@@ -148,12 +166,26 @@ public:
 
 private:
     void write_all(const uint8_t* p, size_t n);  // throws SocketError
+    bool write_message(const std::vector<uint8_t>& bytes, bool seal_after);
+    void wait_posted();    // until everything posted so far has been written (or dropped)
+    void drain_posted();   // the posting thread
+    void stop_posting() noexcept;
 
     Transport& transport_;
     const std::chrono::steady_clock::duration timeout_;
     mutable std::mutex write_mutex_;  // one message at a time on the wire
-    bool sealed_ = false;
-    bool closed_ = false;
+    // Written under write_mutex_; atomic so post() can refuse early without taking write_mutex_,
+    // which a write to a client that does not read may hold for up to the write timeout.
+    std::atomic<bool> sealed_{false};
+    std::atomic<bool> closed_{false};
+
+    std::mutex post_mutex_;  // posted_, posting_, stopping_, poster_ (never held while writing)
+    std::condition_variable post_cv_;  // posted_ got an item, or stopping_
+    std::condition_variable idle_cv_;  // posted_ empty and nothing in flight
+    std::deque<std::vector<uint8_t>> posted_;
+    bool posting_ = false;   // the posting thread is writing a message it took from posted_
+    bool stopping_ = false;  // close(): the posting thread drops what is left and ends
+    std::thread poster_;
     std::atomic<bool> failed_{false};
     std::string error_;
     std::atomic<uint64_t> bytes_written_{0};

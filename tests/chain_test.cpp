@@ -237,3 +237,15 @@ TEST(BoundedQueue, PushBlocksWhenFullUntilAPop) {
     EXPECT_FALSE(q.pop().has_value());
     EXPECT_FALSE(q.push(4));
 }
+
+// A reconstruction that takes the stream's density weights makes the accumulator before it read them:
+// one option for the user (README, "Density weights that come with the data").
+TEST(ChainConfig, StreamDensityWeightsImplyTheAccumulatorReadsThem) {
+    const config::Chain c = parse_chain(
+        "gadget { accumulate_readouts {} } gadget { cg_sense { density: DENSITY_FROM_STREAM } }");
+    EXPECT_TRUE(c.gadget(0).accumulate_readouts().trajectory_weights());
+    const config::Chain g = parse_chain("gadget { accumulate_readouts {} } gadget { gridding { density: DENSITY_FROM_STREAM } }");
+    EXPECT_TRUE(g.gadget(0).accumulate_readouts().trajectory_weights());
+    const config::Chain p = parse_chain("gadget { accumulate_readouts {} } gadget { gridding { density: DENSITY_PIPE_MENON } }");
+    EXPECT_FALSE(p.gadget(0).accumulate_readouts().trajectory_weights());
+}

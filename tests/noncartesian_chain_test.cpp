@@ -140,7 +140,9 @@ TEST(NoncartesianChain, RadialGriddingPipeMenonBeatsAnalyticAndBothBeatNoWeights
     EXPECT_LT(pm, 0.2);
 }
 
-TEST(NoncartesianChain, SpiralGriddingPipeMenonBeatsAnalyticAndBothBeatNoWeights) {
+// Since Hoge's weights keep the centre (README, "Density compensation: which method, measured") the
+// three weightings agree on the spiral within a few per cent.
+TEST(NoncartesianChain, SpiralGriddingWeightsAgreeAndAllBeatNoWeights) {
     const auto spec = spec_of(Trajectory::spiral, 96, 4);
     const auto ds = phantom_dataset(spec, "spiral");
     const auto truth = true_object(spec);
@@ -150,7 +152,8 @@ TEST(NoncartesianChain, SpiralGriddingPipeMenonBeatsAnalyticAndBothBeatNoWeights
     const double no = error_of(run(gridding_chain(config::DENSITY_NONE), ds, cpu()), truth);
     std::printf("[spiral 96^2, 4 coils] NRMSE: Pipe-Menon %.4f, analytic (Hoge) %.4f, Voronoi %.4f, none %.4f\n", pm,
                 an, vo, no);
-    EXPECT_LT(pm, an);
+    EXPECT_LT(std::abs(pm - an), 0.05 * pm);
+    EXPECT_LT(std::abs(pm - vo), 0.05 * pm);
     EXPECT_LT(an, 0.5 * no);
     EXPECT_LT(vo, 0.5 * no);
     EXPECT_LT(pm, 0.2);

@@ -117,6 +117,7 @@ test::Dataset scaled(const test::Dataset& ds, double scale) {
 struct Output {
     std::vector<Image> images;
     std::vector<std::string> texts;
+    uint64_t used = 0, noise = 0, imaged = 0;  // the session's ledger
 };
 
 Output run(const std::string& chain_name, const test::Dataset& ds, std::shared_ptr<Backend> be) {
@@ -131,6 +132,9 @@ Output run(const std::string& chain_name, const test::Dataset& ds, std::shared_p
         if (auto* im = std::get_if<Image>(&m)) out.images.push_back(std::move(*im));
         if (auto* t = std::get_if<Text>(&m)) out.texts.push_back(t->text);
     }
+    out.used = ctx.ledger->used_count();
+    out.noise = ctx.ledger->used_count("noise (prewhitening)");
+    out.imaged = ctx.ledger->imaged_count();
     return out;
 }
 
@@ -175,6 +179,9 @@ TEST_P(ScaleRobustness, EveryChainGivesTheSameImageAtEveryScale) {
         const test::Dataset ds = dataset_of(c.scan);
         const Output ref = run(c.chain, ds, be);
         ASSERT_FALSE(ref.images.empty());
+        // Every acquisition used for imaging reached an image (the [Summary]'s "reached an image").
+        EXPECT_GT(ref.imaged, 0u);
+        EXPECT_EQ(ref.imaged, ref.used - ref.noise);
         for (const Image& im : ref.images) {
             double peak = 0.0;
             for (double v : test::float_pixels(im)) peak = std::max(peak, std::abs(v));

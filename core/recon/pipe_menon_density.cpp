@@ -52,13 +52,18 @@ RArray pipe_menon_density(std::shared_ptr<Backend> be, const Shape& image, const
         }
     }
 
-    // After convergence sum_j w_j phi(u_i - u_j) = 1 at every point, i.e. weight density x integral of
-    // phi = 1 per grid cell; a grid cell is 1/sigma_a cycles per FOV along axis a. Rescale to weight
-    // per unit area in cycles per FOV.
+    // After convergence sum_j w_j psi(u_i - u_j) = 1 at every point, where psi is the kernel C C^H
+    // applies: spreading then interpolating convolves with phi's autocorrelation sampled on the grid,
+    // psi(d) = sum_g phi(g - u) phi(g - u - d), whose integral is (integral of phi)^2 per axis (the grid
+    // sum of the smooth phi equals its integral). So weight density x (integral of phi)^2 = 1 per grid
+    // cell; a grid cell is 1/sigma_a cycles per FOV along axis a. Rescale to weight per unit area in
+    // cycles per FOV. (With the integral of phi once, the weights summed to 1/(integral of phi)^2 ~ 1/3.2
+    // of the sampled area: the gridded image's scale and cg_sense's effective lambda were off by that.)
     const NufftGrid& g = plan->grid();
+    const double phi_integral = kernel_integral(g);
     double per_cell = 1.0;
     for (int a = 0; a < g.dims; ++a)
-        per_cell *= kernel_integral(g) * static_cast<double>(image[a]) / static_cast<double>(g.n[a]);
+        per_cell *= phi_integral * phi_integral * static_cast<double>(image[a]) / static_cast<double>(g.n[a]);
     RArray out = RArray::host({m}, be->budgets().host);
     for (size_t i = 0; i < m; ++i) out.data()[i] = static_cast<float>(w_host.data()[i].real() * per_cell);
     return out;

@@ -2,7 +2,10 @@
 // rows; within a row the pixels go in chunks that stay in registers/L1 while every spoke is added: for
 // one spoke the projection coordinate p advances by a_j per pixel, so a chunk reads a short contiguous
 // stretch of that spoke's projection (cache friendly), and the spoke's row offset is computed once per
-// chunk. All coils of a chunk are done before the next, so the RSS needs no coil images.
+// chunk. All coils of a chunk are done before the next, so the RSS needs no coil images. A shifted
+// spoke's phase exp(2 pi i phi) is linear in the pixel, so along a chunk it is one rotation per
+// pixel from the chunk's first (a sine and cosine per chunk, not per pixel; 64 rotations in float
+// drift by ~1e-5 rad, far below the interpolation's error).
 #include <omp.h>
 
 #include <algorithm>
@@ -29,11 +32,63 @@ inline cfloat interp(const cfloat* proj, ll m, float p) {
     return cfloat(0.f, 0.f);
 }
 
+// exp(2 pi i phi), phi in cycles, reduced to [-1/2, 1/2] first (phi reaches tens of cycles for an
+// asymmetric echo).
+inline cfloat cis(double phi) {
+    const double f = 2.0 * 3.14159265358979323846 * (phi - std::nearbyint(phi));
+    return cfloat(static_cast<float>(std::cos(f)), static_cast<float>(std::sin(f)));
+}
+
+// Plain complex product: std::complex's operator* checks for inf/nan (a libgcc call per product
+// without -ffast-math), which would dominate the inner loop.
+inline cfloat cmul(cfloat u, cfloat v) {
+    return cfloat(u.real() * v.real() - u.imag() * v.imag(), u.real() * v.imag() + u.imag() * v.real());
+}
+
+// Adds spoke `row` read at p = base + (xs + i) a to acc[0, len), times the shift phase when kPhase
+// (z: the phase of pixel 0 of the chunk, step: its change per pixel).
+template <bool kPhase>
+inline void add_spoke(const cfloat* row, ll m, float base, float xs, float a, ll len, cfloat z, cfloat step,
+                      cfloat* acc) {
+    // p is linear in the pixel, so when both ends of the chunk read inside [0, m - 1) every pixel
+    // does: no bounds tests, and truncation is floor (p >= 0). Projections span 1 / dk >= 1 FOV, so
+    // that is almost every chunk.
+    const float p_first = base + xs * a, p_last = base + (xs + static_cast<float>(len - 1)) * a;
+    const float lim = static_cast<float>(m - 1);
+    // The clamp keeps floor(p) <= m - 2 should rounding carry a pixel between the ends an ulp past
+    // them (p = m - 1 would read row[m]).
+    const float top = std::nextafter(lim, 0.f);
+    if (std::min(p_first, p_last) >= 0.f && std::max(p_first, p_last) < lim) {
+        for (ll i = 0; i < len; ++i) {
+            const float p = std::min(base + (xs + static_cast<float>(i)) * a, top);
+            const ll k = static_cast<ll>(p);
+            const float f = p - static_cast<float>(k);
+            const cfloat v = row[k] * (1.f - f) + row[k + 1] * f;
+            if constexpr (kPhase) {
+                acc[i] += cmul(v, z);
+                z = cmul(z, step);
+            } else {
+                acc[i] += v;
+            }
+        }
+    } else {
+        for (ll i = 0; i < len; ++i) {
+            const cfloat v = interp(row, m, base + (xs + static_cast<float>(i)) * a);
+            if constexpr (kPhase) {
+                acc[i] += cmul(v, z);
+                z = cmul(z, step);
+            } else {
+                acc[i] += v;
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void radial_backproject(const CArray& proj, const RArray& steps, const FbpGeometry& g, FbpOutput mode, CArray& out) {
     const ll need_out = g.n0 * g.n1 * (mode == FbpOutput::Coils ? g.coils : 1);
-    if (static_cast<ll>(proj.size()) != g.samples * g.spokes * g.coils || static_cast<ll>(steps.size()) != 2 * g.spokes ||
+    if (static_cast<ll>(proj.size()) != g.samples * g.spokes * g.coils || static_cast<ll>(steps.size()) != 4 * g.spokes ||
         static_cast<ll>(out.size()) != need_out)
         throw std::invalid_argument("cpu::radial_backproject: sizes of proj " + proj.shape().str() + ", steps " +
                                     steps.shape().str() + ", out " + out.shape().str() + " do not fit the geometry");
@@ -51,27 +106,15 @@ void radial_backproject(const CArray& proj, const RArray& steps, const FbpGeomet
             for (ll c = 0; c < g.coils; ++c) {
                 cfloat acc[kChunk] = {};
                 for (ll j = 0; j < g.spokes; ++j) {
-                    const float a = st[2 * j], b = st[2 * j + 1];
+                    const float a = st[4 * j], b = st[4 * j + 1], pc = st[4 * j + 2], pd = st[4 * j + 3];
                     const float base = static_cast<float>(half) + y * b;
                     const cfloat* row = pr + (c * g.spokes + j) * m;
                     const float xs = static_cast<float>(x0 - g.n0 / 2);
-                    // p is linear in the pixel, so when both ends of the chunk read inside [0, m - 1)
-                    // every pixel does: no bounds tests, and truncation is floor (p >= 0). Projections
-                    // span 1 / dk >= 1 FOV, so that is almost every chunk.
-                    const float p_first = base + xs * a, p_last = base + (xs + static_cast<float>(len - 1)) * a;
-                    const float lim = static_cast<float>(m - 1);
-                    // The clamp keeps floor(p) <= m - 2 should rounding carry a pixel between the ends
-                    // an ulp past them (p = m - 1 would read row[m]).
-                    const float top = std::nextafter(lim, 0.f);
-                    if (std::min(p_first, p_last) >= 0.f && std::max(p_first, p_last) < lim) {
-                        for (ll i = 0; i < len; ++i) {
-                            const float p = std::min(base + (xs + static_cast<float>(i)) * a, top);
-                            const ll k = static_cast<ll>(p);
-                            const float f = p - static_cast<float>(k);
-                            acc[i] += row[k] * (1.f - f) + row[k + 1] * f;
-                        }
+                    if (!g.phased || (pc == 0.f && pd == 0.f)) {
+                        add_spoke<false>(row, m, base, xs, a, len, cfloat(1.f, 0.f), cfloat(1.f, 0.f), acc);
                     } else {
-                        for (ll i = 0; i < len; ++i) acc[i] += interp(row, m, base + (xs + static_cast<float>(i)) * a);
+                        const cfloat z = cis(double(xs) * double(pc) + double(y) * double(pd)), step = cis(pc);
+                        add_spoke<true>(row, m, base, xs, a, len, z, step, acc);
                     }
                 }
                 if (mode == FbpOutput::Coils) {

@@ -70,6 +70,22 @@ trajectory::DensityKind analytic_kind(const TrajectoryBuffer& tb) {
                              "DENSITY_PIPE_MENON or DENSITY_VORONOI");
 }
 
+// The weights that came with the data, as sent (proto DENSITY_FROM_STREAM): the accumulator read and
+// checked them, so only their absence is left to refuse, naming the readout that lacked them.
+std::shared_ptr<const RArray> stream_weights(const TrajectoryBuffer& tb, size_t m) {
+    if (tb.weights.empty())
+        throw std::runtime_error(
+            "density DENSITY_FROM_STREAM: the trajectory buffer carries no density weights (its newest readout, "
+            "acquisition scan_counter " + std::to_string(tb.reference.scan_counter) + ", has trajectory_dimensions " +
+            std::to_string(tb.reference.trajectory_dimensions) +
+            "); set accumulate_readouts { trajectory_weights: true } for traj whose last component is the weight "
+            "(3 = (kx, ky, w), 4 = (kx, ky, kz, w)), or choose a computed density");
+    if (tb.weights.size() != m)
+        throw std::runtime_error("density DENSITY_FROM_STREAM: " + std::to_string(tb.weights.size()) +
+                                 " weights for " + std::to_string(m) + " samples");
+    return std::make_shared<const RArray>(tb.weights.reshaped({m}));
+}
+
 }  // namespace
 
 const char* density_name(config::DensityCompensation method) {
@@ -77,6 +93,7 @@ const char* density_name(config::DensityCompensation method) {
         case config::DENSITY_ANALYTIC: return "analytic";
         case config::DENSITY_VORONOI: return "Voronoi";
         case config::DENSITY_NONE: return "none";
+        case config::DENSITY_FROM_STREAM: return "from the stream";
         default: return "Pipe-Menon";
     }
 }
@@ -102,6 +119,7 @@ std::shared_ptr<const RArray> density_weights(const std::shared_ptr<Backend>& be
             auto w = trajectory::cached_density(trajectory::DensityKind::voronoi, tb.coords, tb.image);
             return std::make_shared<const RArray>(w->reshaped({m}));
         }
+        case config::DENSITY_FROM_STREAM: return stream_weights(tb, m);
         default:
             return pipe_menon_cache().get(be, tb.image, coords, request);
     }

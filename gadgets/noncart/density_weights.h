@@ -18,7 +18,8 @@ struct DensityRequest {
 };
 
 // Weights [samples * readouts] (host), per unit k-space area in cycles per FOV (core/trajectory's
-// convention), for the coordinates of `tb`. DENSITY_NONE gives ones. Throws std::runtime_error naming
+// convention), for the coordinates of `tb`. DENSITY_NONE gives ones; DENSITY_FROM_STREAM the weights the
+// buffer brought (tb.weights, as sent: refused when it has none). Throws std::runtime_error naming
 // the trajectory when the method does not apply (analytic weights of a trajectory that is neither
 // radial nor spiral, Voronoi cells of a 3D trajectory).
 std::shared_ptr<const RArray> density_weights(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,

@@ -55,6 +55,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-traj", no_traj,
                "Non-Cartesian: write no traj (trajectory_dimensions 0); the chain computes the trajectory "
                "(accumulate_readouts computed, printed after writing)");
+  std::string weights_in_traj = "none";
+  app.add_option("--weights-in-traj", weights_in_traj,
+                 "Non-Cartesian: append each sample's density weight to its traj (trajectory_dimensions 3 = (kx, ky, "
+                 "w), 4 = (kx, ky, kz, w)), the weights a chain would compute (area in cycles per FOV); chain: "
+                 "accumulate_readouts { trajectory_weights: true } with density DENSITY_FROM_STREAM")
+      ->check(CLI::IsMember({"none", "pipe-menon", "analytic"}));
   // Ultrasound: one plane-wave shot of a linear array over point targets (tools/phantom/ultrasound.h).
   bool ultrasound = false;
   UltrasoundSpec us;
@@ -86,6 +92,7 @@ int main(int argc, char** argv) {
 
   spec.trajectory = trajectory_from_string(trajectory);
   spec.write_traj = !no_traj;
+  spec.weights_in_traj = stream_weights_from_string(weights_in_traj);
   if (no_traj && spec.trajectory == Trajectory::cartesian) {
     std::fprintf(stderr, "larmor-phantom: --no-traj needs a non-Cartesian --trajectory (Cartesian data carry none)\n");
     return 1;
@@ -113,6 +120,10 @@ int main(int argc, char** argv) {
     if (no_traj)
       std::printf("larmor-phantom: no traj written; chain: accumulate_readouts { computed { %s } }\n",
                   computed_trajectory_pbtxt(spec).c_str());
+    if (spec.weights_in_traj != StreamWeights::none)
+      std::printf("larmor-phantom: %s density weights in each traj's last component; chain: accumulate_readouts { "
+                  "trajectory_weights: true } and gridding (or cg_sense) { density: DENSITY_FROM_STREAM }\n",
+                  to_string(spec.weights_in_traj));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "larmor-phantom: %s\n", e.what());
     return 1;

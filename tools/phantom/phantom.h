@@ -68,6 +68,16 @@ enum class Trajectory {
 const char* to_string(Trajectory trajectory);
 Trajectory trajectory_from_string(const std::string& name);  // the names above; throws
 
+// Density weights written into each non-Cartesian traj as every sample's last component (the ISMRMRD
+// layout of Gadgetron and many exports: trajectory_dimensions 3 = (kx, ky, w) in 2D, 4 = (kx, ky, kz, w)
+// in 3D), for a chain with accumulate_readouts { trajectory_weights: true } and density
+// DENSITY_FROM_STREAM: the weights that chain would itself compute with DENSITY_PIPE_MENON (20
+// iterations, kernel tolerance 1e-3) or DENSITY_ANALYTIC, in its units (k-space area in cycles per FOV),
+// from the coordinates it reads back from the normalised traj, so both give the same image.
+enum class StreamWeights { none, pipe_menon, analytic };
+const char* to_string(StreamWeights weights);                      // "none", "pipe-menon", "analytic"
+StreamWeights stream_weights_from_string(const std::string& name);  // the names above; throws
+
 struct PhantomSpec {
   int dims = 2;                                  // 2 (multi-slice) or 3 (3D Fourier encoding)
   int nx = 256, ny = 256, nz = 1;                // reconstruction matrix (nz must be 1 in 2D)
@@ -91,6 +101,8 @@ struct PhantomSpec {
   // Non-Cartesian: write each acquisition's k positions (ISMRMRD traj). false: trajectory_dimensions 0,
   // for a server that computes the trajectory itself (computed_trajectory_pbtxt says how).
   bool write_traj = true;
+  // Non-Cartesian with write_traj: density weights appended to every sample's traj (see StreamWeights).
+  StreamWeights weights_in_traj = StreamWeights::none;
 };
 
 // Readouts per partition and samples per readout (before ro_oversampling) of a non-Cartesian spec, with
@@ -265,6 +277,13 @@ class Phantom {
 // (core/trajectory layout; partition-major for a stack of stars). Golden-angle kinds and the kooshball
 // continue their sequence across repetitions (first readout = repetition x readouts).
 larmor::RArray trajectory_coords(const PhantomSpec& spec, int repetition);
+// The coordinates a chain reads from the normalised traj (float32 k / N) of `cycles`, as
+// accumulate_readouts converts them (k = traj x N in double, clamped to +-N/2, stored as float): the
+// points its density weights are computed at.
+larmor::RArray coords_as_streamed(const larmor::RArray& cycles, const larmor::Shape& image);
+// spec.weights_in_traj's weights [samples x readouts] for one repetition's trajectory_coords (computed
+// at coords_as_streamed of them; Pipe-Menon on the CPU backend). Throws for StreamWeights::none.
+larmor::RArray stream_density_weights(const PhantomSpec& spec, const larmor::RArray& coords);
 // sqrt(N_total) / V over the reconstruction matrix and FOV (see the top of this file).
 double noncartesian_scale(const PhantomSpec& spec);
 // Noiseless samples at coords (cycles per FOV, as trajectory_coords) for one slice, float32 as stored,

@@ -97,6 +97,9 @@ void validate(const PhantomSpec& s) {
   require(s.slices >= 1 && s.slices <= 65535, "slices must be in [1, 65535]");
   require(s.dims == 2 || s.slices == 1, "slices must be 1 in 3D");
   if (s.trajectory != Trajectory::cartesian) validate_trajectory(s);
+  require(s.weights_in_traj == StreamWeights::none || (s.trajectory != Trajectory::cartesian && s.write_traj),
+          std::string("weights_in_traj ") + to_string(s.weights_in_traj) +
+              " needs a non-Cartesian trajectory written with its traj");
 }
 
 std::string describe(const PhantomSpec& s) {
@@ -114,6 +117,8 @@ std::string describe(const PhantomSpec& s) {
       << trajectory_samples(s) * s.ro_oversampling << " samples";
     if (s.trajectory == Trajectory::spiral) o << " density " << s.spiral_density;
     if (!s.write_traj) o << " (no traj)";
+    if (s.write_traj && s.weights_in_traj != StreamWeights::none)
+      o << " (" << to_string(s.weights_in_traj) << " weights in traj)";
   }
   if (s.sampling != Sampling::full) {
     o << " R=" << s.accel_y;

@@ -46,7 +46,8 @@ void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD
                         std::uint32_t& scan_counter, std::uint32_t& stamp, WriteResult& result) {
   const PhantomSpec& s = ph.spec();
   const int dims = trajectory_dimensions(s), nc = s.coils;
-  const int traj_dims = s.write_traj ? dims : 0;
+  const bool weights = s.write_traj && s.weights_in_traj != StreamWeights::none;  // a last traj component
+  const int traj_dims = s.write_traj ? dims + (weights ? 1 : 0) : 0;
   const int n = trajectory_samples(s) * s.ro_oversampling, per_partition = trajectory_readouts(s);
   const int partitions = s.trajectory == Trajectory::stack_of_stars ? s.nz : 1;
   const larmor::Shape image = dims == 3 ? larmor::Shape{static_cast<size_t>(s.nx), static_cast<size_t>(s.ny),
@@ -62,11 +63,12 @@ void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD
   head.center_sample = static_cast<std::uint16_t>(s.trajectory == Trajectory::spiral ? 0 : n / 2);
   const bool repeats = s.trajectory == Trajectory::radial || s.trajectory == Trajectory::stack_of_stars ||
                        s.trajectory == Trajectory::spiral;
-  larmor::RArray coords, normalised;
+  larmor::RArray coords, normalised, density;
   for (int rep = 0; rep < s.repetitions; ++rep) {
     if (rep == 0 || !repeats) {
       coords = trajectory_coords(s, rep);
       if (s.write_traj) normalised = larmor::trajectory::cycles_to_normalised(coords, image);
+      if (weights) density = stream_density_weights(s, coords);
     }
     for (int slice = 0; slice < s.slices; ++slice) {
       std::vector<std::complex<float>> data = sample_trajectory(ph, slice, coords);
@@ -109,7 +111,14 @@ void write_noncartesian(const Phantom& ph, ISMRMRD::Dataset& dset, const ISMRMRD
                   data.begin() + static_cast<std::ptrdiff_t>((r + 1) * line), acq.data_begin());
         if (s.write_traj) {
           const float* t = normalised.data() + static_cast<std::size_t>(r) * n * dims;
-          std::copy(t, t + static_cast<std::size_t>(n) * dims, acq.traj_begin());
+          if (weights)  // (k..., w) per sample
+            for (int i = 0; i < n; ++i) {
+              float* out = acq.traj_begin() + static_cast<std::size_t>(i) * traj_dims;
+              std::copy_n(t + static_cast<std::size_t>(i) * dims, dims, out);
+              out[dims] = density.data()[static_cast<std::size_t>(r) * n + i];
+            }
+          else
+            std::copy(t, t + static_cast<std::size_t>(n) * dims, acq.traj_begin());
         }
         dset.appendAcquisition(acq);
         ++result.imaging_acquisitions;
@@ -236,6 +245,11 @@ ISMRMRD::IsmrmrdHeader make_header(const PhantomSpec& s) {
     // 0: the acquisitions carry no traj; the chain computes it from these parameters.
     user.userParameterLong.push_back({"larmor.trajectory.in_stream", s.write_traj ? 1 : 0});
     if (!s.write_traj) user.userParameterString.push_back({"larmor.trajectory.computed", computed_trajectory_pbtxt(s)});
+    if (s.write_traj && s.weights_in_traj != StreamWeights::none)
+      user.userParameterString.push_back(
+          {"larmor.trajectory.weights", std::string(to_string(s.weights_in_traj)) +
+                                            " density weights, each sample's last traj component, k-space area in "
+                                            "cycles per FOV (accumulate_readouts trajectory_weights)"});
     user.userParameterLong.push_back({"larmor.trajectory.readouts", trajectory_readouts(s)});
     user.userParameterLong.push_back({"larmor.trajectory.samples", trajectory_samples(s)});
     user.userParameterLong.push_back({"larmor.trajectory.oversampling", s.ro_oversampling});
