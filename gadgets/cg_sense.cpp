@@ -200,7 +200,8 @@ private:
         std::string failure;
         if (!std::isfinite(cg.residual()))
             failure = "CG-SENSE diverged: the residual is " + std::to_string(cg.residual()) + " after iteration " +
-                      std::to_string(cg.iteration()) + " (non-finite values in the data or the coil maps)";
+                      std::to_string(cg.iteration()) + " (non-finite values in the data or the coil maps, or norms that overflowed float: k-space "
+                      "this large must be scaled down)";
         else if (cg.iteration() == 0 && deadline_hit)
             failure = "CG-SENSE stopped at iteration 0: the deadline of " + std::to_string(s_.deadline_ms) +
                       " ms passed before the first iteration, so the image is the zero start";

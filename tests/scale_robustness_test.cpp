@@ -235,23 +235,30 @@ TEST_P(ScaleRobustness, RealScanWithoutNoiseScanAtEveryScale) {
 }
 
 // Far beyond float's range for the coil images' energies (without a noise scan, which would bring the
-// data back to units of its noise): the chain says so instead of sending an image of zeros or
-// infinities.
-TEST_P(ScaleRobustness, AScaleFloatCannotHoldIsRefusedWithAMessage) {
-    const test::Dataset ds = scaled(dataset_of(Scan::Cartesian), 1e36);
+// data back to units of its noise): the chain either still gets it right or says so; it never sends an
+// image of zeros or infinities. (The CPU's FFT overflows on such data, since FFTW sums before the
+// orthonormal 1/sqrt(N) is applied; cuFFT applies it as the samples load, so on CUDA the Cartesian
+// chains still reconstruct 1e36 correctly.)
+TEST_P(ScaleRobustness, AScaleFloatCannotHoldIsRightOrRefusedWithAMessage) {
+    constexpr double kHuge = 1e36;
     for (const char* chain : {"cartesian", "cartesian-rss", "cg_sense"}) {
         SCOPED_TRACE(chain);
-        const test::Dataset& data = std::string(chain) == "cg_sense" ? scaled(dataset_of(Scan::CartesianR2), 1e36) : ds;
+        const test::Dataset ds = dataset_of(std::string(chain) == "cg_sense" ? Scan::CartesianR2 : Scan::Cartesian);
+        const Output ref = run(chain, ds, be);
         try {
-            const Output out = run(chain, data, be);
-            for (const Image& im : out.images)
-                for (double v : test::float_pixels(im)) ASSERT_TRUE(std::isfinite(v)) << "a non-finite pixel was sent";
-            FAIL() << "a scan at 1e36 gave " << out.images.size() << " image(s) without an error";
+            const Output out = run(chain, scaled(ds, kHuge), be);
+            ASSERT_EQ(out.images.size(), ref.images.size());
+            for (size_t i = 0; i < out.images.size(); ++i) {
+                for (double v : test::float_pixels(out.images[i])) ASSERT_TRUE(std::isfinite(v)) << "a non-finite pixel was sent";
+                EXPECT_LT(relative_error(out.images[i], ref.images[i], kHuge), 1e-4) << "a wrong image was sent";
+            }
         } catch (const std::exception& e) {
             const std::string what = e.what();
             EXPECT_NE(what.find("overflow"), std::string::npos) << what;
-            // The step that found it: the coil maps (CgSense) or the finished image.
-            EXPECT_TRUE(what.find("CgSense: the coil maps") == 0 || what.find("image 1 ") == 0) << what;
+            // The step that found it: the coil maps or the solver (CgSense), or the finished image.
+            EXPECT_TRUE(what.find("CgSense: the coil maps") == 0 || what.find("CG-SENSE diverged") == 0 ||
+                        what.find("image 1 ") == 0)
+                << what;
         }
     }
 }
