@@ -6,7 +6,6 @@
 // warning, the cache, and the shipped chain.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,17 +30,9 @@
 namespace larmor {
 namespace {
 
-namespace fs = std::filesystem;
 using phantom::Trajectory;
 
-test::Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
-    const fs::path path =
-        fs::temp_directory_path() / ("larmor_computed_" + std::to_string(::getpid()) + "_" + tag + ".h5");
-    phantom::write_dataset(spec, path.string());
-    test::Dataset ds = test::read_dataset(path.string());
-    fs::remove(path);
-    return ds;
-}
+using test::phantom_dataset;
 
 phantom::PhantomSpec spec_of(Trajectory t, int n, int readouts) {
     phantom::PhantomSpec s;

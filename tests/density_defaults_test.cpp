@@ -10,7 +10,6 @@
 // default's reason fails here. README "Density compensation: which method, measured" holds the table.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,17 +35,9 @@
 namespace larmor {
 namespace {
 
-namespace fs = std::filesystem;
 using phantom::Trajectory;
 
-test::Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
-    const fs::path path =
-        fs::temp_directory_path() / ("larmor_density_defaults_" + std::to_string(::getpid()) + "_" + tag + ".h5");
-    phantom::write_dataset(spec, path.string());
-    test::Dataset ds = test::read_dataset(path.string());
-    fs::remove(path);
-    return ds;
-}
+using test::phantom_dataset;
 
 phantom::PhantomSpec spec_of(Trajectory t, int n, int coils, int readouts = 0, int samples = 0) {
     phantom::PhantomSpec s;

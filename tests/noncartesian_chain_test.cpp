@@ -5,7 +5,6 @@
 // shipped chains, refused inputs, and CUDA against CPU.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -24,7 +23,6 @@
 namespace larmor {
 namespace {
 
-namespace fs = std::filesystem;
 using phantom::Trajectory;
 
 std::vector<double> pixels(const Image& img) { return test::float_pixels(img); }
@@ -32,14 +30,7 @@ double nrmse(const std::vector<double>& x, const std::vector<double>& t) { retur
 // The object RSS sees, each pixel averaged over 3 x 3 sub-points (the object's edges are not on the grid).
 std::vector<double> true_object(const phantom::PhantomSpec& spec) { return test::rss_object(spec, 3); }
 
-test::Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
-    const fs::path path =
-        fs::temp_directory_path() / ("larmor_noncart_" + std::to_string(::getpid()) + "_" + tag + ".h5");
-    phantom::write_dataset(spec, path.string());
-    test::Dataset ds = test::read_dataset(path.string());
-    fs::remove(path);
-    return ds;
-}
+using test::phantom_dataset;
 
 phantom::PhantomSpec spec_of(Trajectory t, int n, int coils, int readouts = 0) {
     phantom::PhantomSpec s;

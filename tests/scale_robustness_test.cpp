@@ -7,8 +7,6 @@
 // message, never answered with an all-zero or non-finite image.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -97,12 +95,7 @@ test::Dataset dataset_of(Scan s) {
         }
         return ds;
     }
-    const fs::path path = fs::temp_directory_path() /
-                          ("larmor_scale_" + std::to_string(::getpid()) + "_" + std::to_string(int(s)) + ".h5");
-    phantom::write_dataset(spec_of(s), path.string());
-    test::Dataset ds = test::read_dataset(path.string());
-    fs::remove(path);
-    return ds;
+    return test::phantom_dataset(spec_of(s), "scale_" + std::to_string(int(s)));
 }
 
 // The scan with every sample (noise readouts included) multiplied by `scale`, rounded to float as an

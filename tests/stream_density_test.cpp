@@ -11,7 +11,6 @@
 // a 3-component traj is still a 3D trajectory.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -31,7 +30,6 @@
 namespace larmor {
 namespace {
 
-namespace fs = std::filesystem;
 using phantom::StreamWeights;
 using phantom::Trajectory;
 
@@ -50,14 +48,7 @@ phantom::PhantomSpec spec_of(Trajectory t, int n, int coils, int readouts, Strea
     return s;
 }
 
-test::Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
-    const fs::path path =
-        fs::temp_directory_path() / ("larmor_stream_density_" + std::to_string(::getpid()) + "_" + tag + ".h5");
-    phantom::write_dataset(spec, path.string());
-    test::Dataset ds = test::read_dataset(path.string());
-    fs::remove(path);
-    return ds;
-}
+using test::phantom_dataset;
 
 struct ChainOptions {
     ChainOptions(config::DensityCompensation d, bool weights = false, int w = 0, int s = 0)

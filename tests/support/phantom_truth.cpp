@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <filesystem>
 
 namespace larmor::test {
 namespace {
@@ -75,6 +78,15 @@ double scaled_nrmse(const std::vector<double>& x, const std::vector<double>& t) 
     double e = 0;
     for (size_t i = 0; i < t.size(); ++i) e += (a * x[i] - t[i]) * (a * x[i] - t[i]);
     return std::sqrt(e / tt);
+}
+
+Dataset phantom_dataset(const phantom::PhantomSpec& spec, const std::string& tag) {
+    namespace fs = std::filesystem;
+    const fs::path path = fs::temp_directory_path() / ("larmor_phantom_" + std::to_string(::getpid()) + "_" + tag + ".h5");
+    phantom::write_dataset(spec, path.string());
+    Dataset ds = read_dataset(path.string());
+    fs::remove(path);
+    return ds;
 }
 
 }  // namespace larmor::test
