@@ -53,16 +53,8 @@ const std::vector<std::string> kSmallBudget = {"--backend", "cpu", "--memory-lim
 constexpr auto kPatience = 5s;  // for a TEXT expected within milliseconds
 
 wire::Acquisition readout(uint16_t samples, uint16_t channels, uint16_t line, bool last = false, float value = 1.f) {
-    wire::Acquisition a;
-    a.head.version = 1;
-    a.head.scan_counter = line;
-    a.head.number_of_samples = samples;
-    a.head.active_channels = channels;
-    a.head.available_channels = channels;
-    a.head.center_sample = samples / 2;
-    a.head.idx.kspace_encode_step_1 = line;
-    if (last) a.head.flags |= uint64_t{1} << (ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE - 1);
-    a.data.assign(size_t{samples} * channels, std::complex<float>(value, 0.f));
+    wire::Acquisition a = test::cartesian_readout(samples, channels, line, last);
+    a.data.assign(a.data.size(), std::complex<float>(value, 0.f));
     return a;
 }
 

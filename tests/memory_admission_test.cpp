@@ -37,16 +37,7 @@ std::string header_xml(unsigned x, unsigned y, unsigned z, unsigned channels) {
 }
 
 wire::Acquisition readout(uint16_t samples, uint16_t channels, uint16_t line, bool last = false) {
-    wire::Acquisition a;
-    a.head.version = 1;
-    a.head.scan_counter = line;
-    a.head.number_of_samples = samples;
-    a.head.active_channels = channels;
-    a.head.available_channels = channels;
-    a.head.center_sample = samples / 2;
-    a.head.idx.kspace_encode_step_1 = line;
-    if (last) a.head.flags |= uint64_t{1} << (ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE - 1);
-    a.data.resize(size_t{samples} * channels);
+    wire::Acquisition a = test::cartesian_readout(samples, channels, line, last);
     for (size_t i = 0; i < a.data.size(); ++i)
         a.data[i] = std::complex<float>(float((i * 7 + line * 3) % 11) - 5.f, float((i * 5 + line) % 13) - 6.f);
     return a;

@@ -23,4 +23,18 @@ std::string cartesian_header_xml(unsigned x, unsigned y, unsigned z, unsigned ch
 </ismrmrdHeader>)";
 }
 
+wire::Acquisition cartesian_readout(uint16_t samples, uint16_t channels, uint16_t line, bool last) {
+    wire::Acquisition a;
+    a.head.version = 1;
+    a.head.scan_counter = line;
+    a.head.number_of_samples = samples;
+    a.head.active_channels = channels;
+    a.head.available_channels = channels;
+    a.head.center_sample = samples / 2;
+    a.head.idx.kspace_encode_step_1 = line;
+    if (last) a.head.flags |= uint64_t{1} << (ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE - 1);
+    a.data.resize(size_t{samples} * channels);
+    return a;
+}
+
 }  // namespace larmor::test
