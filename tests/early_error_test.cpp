@@ -358,10 +358,13 @@ TEST(EarlyError, GadgetronClientPrintsTheRefusalWhileItStillUploads) {
     for (unsigned i = 0; i < kReadouts; ++i) {
         ISMRMRD::Acquisition& a = scan.acquisitions[i];
         a.resize(128, 4);  // the per-readout cost sets the client's pace more than their bytes
-        a.scan_counter() = i;
-        a.center_sample() = 64;
-        a.idx().kspace_encode_step_1 = static_cast<uint16_t>(i % 1024);
-        a.available_channels() = 4;
+        // Through a copy of the header: its fields are packed, and a reference to one is misaligned (UBSan).
+        ISMRMRD::AcquisitionHeader h = a.getHead();
+        h.scan_counter = i;
+        h.center_sample = 64;
+        h.idx.kspace_encode_step_1 = static_cast<uint16_t>(i % 1024);
+        h.available_channels = 4;
+        a.setHead(h);
         std::fill(a.data_begin(), a.data_end(), std::complex<float>(1.f, 0.f));
     }
     const auto write_start = Clock::now();
