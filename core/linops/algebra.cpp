@@ -183,6 +183,101 @@ private:
     std::vector<size_t> offset_;
 };
 
+// A^H. Its normal is A A^H, which no override of A's normal() computes, so it is the pair of A's
+// forward after A's adjoint (as the default would, spelt out because the order is the point).
+class Adjoint final : public LinearOperator {
+public:
+    explicit Adjoint(LinOp a)
+        : LinearOperator(a->backend_ptr(), a->oshape(), a->ishape(), "adjoint(" + a->name() + ")"), a_(std::move(a)) {}
+    const LinOp& inner() const { return a_; }
+
+protected:
+    void apply_forward(const CArray& x, CArray& y) override { a_->adjoint(x, y); }
+    void apply_adjoint(const CArray& y, CArray& x) override { a_->forward(y, x); }
+    void apply_normal(const CArray& x, CArray& z) override {
+        CArray& t = scratch(0, a_->ishape());
+        a_->adjoint(x, t);
+        a_->forward(t, z);
+    }
+
+private:
+    LinOp a_;
+};
+
+// A^H A, Hermitian: forward and adjoint are both A's normal().
+class Normal final : public LinearOperator {
+public:
+    explicit Normal(LinOp a)
+        : LinearOperator(a->backend_ptr(), a->ishape(), a->ishape(), "normal(" + a->name() + ")"), a_(std::move(a)) {}
+
+protected:
+    void apply_forward(const CArray& x, CArray& y) override { a_->normal(x, y); }
+    void apply_adjoint(const CArray& y, CArray& x) override { a_->normal(y, x); }
+    void apply_normal(const CArray& x, CArray& z) override {
+        CArray& t = scratch(0, ishape());
+        a_->normal(x, t);
+        a_->normal(t, z);
+    }
+
+private:
+    LinOp a_;
+};
+
+// The identity between two shapes of one size. The input is seen with the output's shape (a view, no
+// copy), so the one copy goes straight into the caller's array.
+class Reshape final : public LinearOperator {
+public:
+    Reshape(std::shared_ptr<Backend> be, const Shape& ishape, const Shape& oshape)
+        : LinearOperator(std::move(be), ishape, oshape, "reshape") {}
+
+protected:
+    void apply_forward(const CArray& x, CArray& y) override { backend().copy(x.reshaped(oshape()), y); }
+    void apply_adjoint(const CArray& y, CArray& x) override { backend().copy(y.reshaped(ishape()), x); }
+    void apply_normal(const CArray& x, CArray& z) override { backend().copy(x, z); }
+};
+
+// A on views of the caller's arrays with A's own shapes: no copy and no temporary; A writes straight
+// into the caller's output (a view shares its storage).
+class Reshaped final : public LinearOperator {
+public:
+    Reshaped(LinOp a, const Shape& ishape, const Shape& oshape)
+        : LinearOperator(a->backend_ptr(), ishape, oshape, "reshape(" + a->name() + ")"), a_(std::move(a)) {}
+
+protected:
+    void apply_forward(const CArray& x, CArray& y) override {
+        CArray yv = y.reshaped(a_->oshape());
+        a_->forward(x.reshaped(a_->ishape()), yv);
+    }
+    void apply_adjoint(const CArray& y, CArray& x) override {
+        CArray xv = x.reshaped(a_->ishape());
+        a_->adjoint(y.reshaped(a_->oshape()), xv);
+    }
+    void apply_normal(const CArray& x, CArray& z) override {
+        CArray zv = z.reshaped(a_->ishape());
+        a_->normal(x.reshaped(a_->ishape()), zv);
+    }
+
+private:
+    LinOp a_;
+};
+
+// A, except that normal() is N's forward. Compositions reach A's normal() only through normal() (see
+// Compose), so N replaces A^H A everywhere A sits at the left end of a product.
+class WithNormal final : public LinearOperator {
+public:
+    WithNormal(LinOp a, LinOp n)
+        : LinearOperator(a->backend_ptr(), a->ishape(), a->oshape(), "with_normal(" + a->name() + ", " + n->name() + ")"),
+          a_(std::move(a)), n_(std::move(n)) {}
+
+protected:
+    void apply_forward(const CArray& x, CArray& y) override { a_->forward(x, y); }
+    void apply_adjoint(const CArray& y, CArray& x) override { a_->adjoint(y, x); }
+    void apply_normal(const CArray& x, CArray& z) override { n_->forward(x, z); }
+
+private:
+    LinOp a_, n_;
+};
+
 void check_list(const std::vector<LinOp>& ops, const char* what) {
     if (ops.empty()) throw std::invalid_argument(std::string(what) + ": no operators");
     for (const LinOp& o : ops) {
@@ -242,6 +337,46 @@ LinOp hstack(const std::vector<LinOp>& ops) {
             throw std::invalid_argument("hstack: " + o->describe() + " does not give the output " +
                                         ops.front()->oshape().str() + " of " + ops.front()->describe());
     return std::make_shared<HStack>(ops, layout(ops, [](const LinearOperator& o) { return o.ishape(); }));
+}
+
+LinOp adjoint(LinOp a) {
+    if (!a) throw std::invalid_argument("adjoint: null operator");
+    if (const auto* h = dynamic_cast<const Adjoint*>(a.get())) return h->inner();
+    return std::make_shared<Adjoint>(std::move(a));
+}
+
+LinOp normal(LinOp a) {
+    if (!a) throw std::invalid_argument("normal: null operator");
+    return std::make_shared<Normal>(std::move(a));
+}
+
+LinOp reshape(std::shared_ptr<Backend> backend, const Shape& ishape, const Shape& oshape) {
+    if (ishape.size() != oshape.size())
+        throw std::invalid_argument("reshape: " + ishape.str() + " and " + oshape.str() + " differ in size (" +
+                                    std::to_string(ishape.size()) + " != " + std::to_string(oshape.size()) + ")");
+    return std::make_shared<Reshape>(std::move(backend), ishape, oshape);
+}
+
+LinOp reshape(LinOp a, const Shape& ishape, const Shape& oshape) {
+    if (!a) throw std::invalid_argument("reshape: null operator");
+    if (ishape.size() != a->ishape().size())
+        throw std::invalid_argument("reshape: input " + ishape.str() + " of " + std::to_string(ishape.size()) +
+                                    " elements for " + a->describe() + ", whose input " + a->ishape().str() + " has " +
+                                    std::to_string(a->ishape().size()));
+    if (oshape.size() != a->oshape().size())
+        throw std::invalid_argument("reshape: output " + oshape.str() + " of " + std::to_string(oshape.size()) +
+                                    " elements for " + a->describe() + ", whose output " + a->oshape().str() + " has " +
+                                    std::to_string(a->oshape().size()));
+    return std::make_shared<Reshaped>(std::move(a), ishape, oshape);
+}
+
+LinOp with_normal(LinOp a, LinOp n) {
+    if (!a || !n) throw std::invalid_argument("with_normal: null operator");
+    same_backend(*a, *n, "with_normal");
+    if (n->ishape() != a->ishape() || n->oshape() != a->ishape())
+        throw std::invalid_argument("with_normal: " + n->describe() + " is not square on the input " +
+                                    a->ishape().str() + " of " + a->describe());
+    return std::make_shared<WithNormal>(std::move(a), std::move(n));
 }
 
 }  // namespace larmor

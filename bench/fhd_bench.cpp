@@ -1,0 +1,243 @@
+// FHd (the exact NUDFT adjoint, core/linops/nudft.h), the Toeplitz kernel Q and one CG iteration with
+// the Toeplitz normal operator (core/linops/toeplitz.h), on the seeds' problem: 128^3 voxels from
+// 284,592 samples (Stone et al., J. Parallel Distrib. Comput. 68:1307, 2008), here a kooshball of
+// 1,617 spokes x 176 samples, spokes on a Fibonacci spiral over the sphere. Smaller 2D and 3D cases
+// run on the CPU.
+//
+// Counters: pairs = voxels x samples x batch (one complex exponential and one complex multiply-add
+// each in the direct formulation), Gpairs/s, and GFLOPS counted at 16 flops per pair (the direct
+// formulation: phase 2 pi k.x with 4 multiplies and 2 adds, sine and cosine as one flop each, complex
+// multiply-add of the datum 8 more), so the number can be set beside published direct-DFT kernels;
+// this kernel does fewer operations per pair (see cuda/nudft.cu), so its GFLOPS is a rate of pairs,
+// not of its own instructions. The bound the times are read against is in bench/FLOORS-fhd.md.
+// GPU times: CUDA events around back-to-back calls after warm-up (bench/gpu_timing.h); Q is timed by
+// the wall clock (it is computed once per trajectory and includes its host-side set-up).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+#include "core/iter/cg.h"
+#include "core/linops/algebra.h"
+#include "core/linops/nudft.h"
+#include "core/linops/toeplitz.h"
+
+#ifdef LARMOR_WITH_CUDA
+#include "bench/gpu_timing.h"
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace {
+
+using larmor::CArray;
+using larmor::RArray;
+using larmor::Shape;
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kFlopsPerPair = 16.0;
+
+// Kooshball (dims 3) or 2D radial (dims 2): `spokes` x `samples`, the readout spanning [-N/2, N/2).
+RArray kooshball(int dims, size_t n, size_t spokes, size_t samples) {
+    RArray k = RArray::host({size_t(dims), samples * spokes});
+    for (size_t s = 0; s < spokes; ++s) {
+        double dir[3] = {1, 0, 0};
+        if (dims == 2) {
+            dir[0] = std::cos(kPi * double(s) / double(spokes));
+            dir[1] = std::sin(kPi * double(s) / double(spokes));
+        } else {
+            const double z = 1.0 - 2.0 * (double(s) + 0.5) / double(spokes), r = std::sqrt(1 - z * z);
+            const double ph = double(s) * kPi * (3.0 - std::sqrt(5.0));
+            dir[0] = r * std::cos(ph);
+            dir[1] = r * std::sin(ph);
+            dir[2] = z;
+        }
+        for (size_t i = 0; i < samples; ++i) {
+            const double rad = (double(i) - double(samples / 2)) * double(n) / double(samples);
+            for (int a = 0; a < dims; ++a) k.data()[(s * samples + i) * size_t(dims) + size_t(a)] = float(rad * dir[a]);
+        }
+    }
+    return k;
+}
+
+Shape cube(int dims, size_t n) { return dims == 2 ? Shape{n, n} : Shape{n, n, n}; }
+
+void fill(larmor::cfloat* p, size_t n) {
+    uint32_t s = 12345u;
+    auto next = [&s] {
+        s = s * 1664525u + 1013904223u;
+        return static_cast<float>(s >> 8) / static_cast<float>(1u << 24) * 2.f - 1.f;
+    };
+    for (size_t i = 0; i < n; ++i) {
+        const float re = next(), im = next();
+        p[i] = larmor::cfloat(re, im);
+    }
+}
+
+struct Case {
+    int dims;
+    size_t n, spokes, samples;
+    bool accurate;
+};
+
+Case case_of(const benchmark::State& s) {
+    return {int(s.range(0)), size_t(s.range(1)), size_t(s.range(2)), size_t(s.range(3)), s.range(4) != 0};
+}
+
+void set_counters(benchmark::State& state, const Case& c, double seconds_per_call) {
+    const double pairs = std::pow(double(c.n), c.dims) * double(c.spokes * c.samples);
+    state.counters["pairs"] = pairs;
+    if (seconds_per_call > 0) {
+        state.counters["Gpairs/s"] = pairs / seconds_per_call / 1e9;
+        state.counters["GFLOPS"] = pairs * kFlopsPerPair / seconds_per_call / 1e9;
+    }
+}
+
+void BM_FhdCpu(benchmark::State& state) {
+    const Case c = case_of(state);
+    auto cpu = larmor::make_cpu_backend();
+    auto op = larmor::nudft(cpu, cube(c.dims, c.n), 1, kooshball(c.dims, c.n, c.spokes, c.samples), {});
+    CArray d = cpu->empty(op->oshape()), x = cpu->empty(op->ishape());
+    fill(d.data(), d.size());
+    double seconds = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        op->adjoint(d, x);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    set_counters(state, c, seconds / double(state.iterations()));
+    state.SetLabel(cpu->describe());
+}
+BENCHMARK(BM_FhdCpu)
+    ->ArgNames({"dims", "n", "spokes", "samples", "accurate"})
+    ->Args({2, 128, 128, 256, 0})
+    ->Args({3, 32, 402, 64, 0})
+    ->Unit(benchmark::kMillisecond);
+
+#ifdef LARMOR_WITH_CUDA
+constexpr int kBatch = 3;
+
+template <class Body>
+void gpu_case(benchmark::State& state, Body body) {
+    if (!larmor::cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    try {
+        body();
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+    }
+}
+
+void BM_FhdGpu(benchmark::State& state) {
+    gpu_case(state, [&] {
+        const Case c = case_of(state);
+        auto gpu = larmor::make_cuda_backend();
+        larmor::NudftOptions o;
+        o.accurate_sincos = c.accurate;
+        auto op = larmor::nudft(gpu, cube(c.dims, c.n), 1, kooshball(c.dims, c.n, c.spokes, c.samples), o);
+        CArray h = gpu->host_staging(op->oshape());
+        fill(h.data(), h.size());
+        CArray d = gpu->to_device(h), x = gpu->empty(op->ishape());
+        larmor::bench::Events ev;
+        const cudaStream_t stream = larmor::cuda::backend_stream(*gpu);
+        auto run = [&] {
+            for (int i = 0; i < kBatch; ++i) op->adjoint(d, x);
+        };
+        ev.time(stream, run, nullptr, false, kBatch);
+        ev.time(stream, run, nullptr, true, kBatch);
+        double seconds = 0;
+        for (auto _ : state) {
+            const double t = ev.time(stream, run, nullptr, true, kBatch);
+            state.SetIterationTime(t);
+            seconds += t;
+        }
+        set_counters(state, c, seconds / double(state.iterations()));
+        state.SetLabel(gpu->describe());
+    });
+}
+BENCHMARK(BM_FhdGpu)
+    ->ArgNames({"dims", "n", "spokes", "samples", "accurate"})
+    ->Args({3, 128, 1617, 176, 0})
+    ->Args({3, 128, 1617, 176, 1})
+    ->Args({2, 256, 402, 512, 0})
+    ->UseManualTime()
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+
+// Q on the 2N grid (8x the voxels of FHd in 3D), exact and by NUFFT at 1e-6, wall clock per call.
+void BM_ToeplitzKernelGpu(benchmark::State& state) {
+    gpu_case(state, [&] {
+        const Case c = case_of(state);
+        auto gpu = larmor::make_cuda_backend();
+        const RArray k = kooshball(c.dims, c.n, c.spokes, c.samples);
+        larmor::ToeplitzOptions o;
+        o.method = state.range(5) ? larmor::ToeplitzOptions::Method::Nufft : larmor::ToeplitzOptions::Method::Exact;
+        o.accurate_sincos = c.accurate;
+        CArray q = larmor::toeplitz_spectrum(gpu, cube(c.dims, c.n), k, RArray(), o);  // warm-up
+        gpu->synchronize();
+        double seconds = 0;
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            q = larmor::toeplitz_spectrum(gpu, cube(c.dims, c.n), k, RArray(), o);
+            gpu->synchronize();
+            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            state.SetIterationTime(t);
+            seconds += t;
+        }
+        Case c8 = c;
+        c8.n *= 2;  // the 2N grid
+        set_counters(state, c8, seconds / double(state.iterations()));
+    });
+}
+BENCHMARK(BM_ToeplitzKernelGpu)
+    ->ArgNames({"dims", "n", "spokes", "samples", "accurate", "nufft"})
+    ->Args({3, 128, 1617, 176, 0, 0})
+    ->Args({3, 128, 1617, 176, 0, 1})
+    ->UseManualTime()
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond);
+
+// One CG iteration on (F^H F + lambda I) x = F^H d with the Toeplitz normal operator: 2 FFTs of the 2N
+// grid, one product with K, the pad and crop, and CG's vector updates. Timed over 20 iterations.
+void BM_ToeplitzCgIterationGpu(benchmark::State& state) {
+    gpu_case(state, [&] {
+        const Case c = case_of(state);
+        auto gpu = larmor::make_cuda_backend();
+        const Shape image = cube(c.dims, c.n);
+        const RArray k = kooshball(c.dims, c.n, c.spokes, c.samples);
+        auto t = larmor::toeplitz_normal(gpu, image, 1, larmor::toeplitz_spectrum(gpu, image, k, RArray()));
+        auto n = larmor::sum(t, larmor::scale(0.01f, larmor::identity(gpu, t->ishape())));
+        CArray h = gpu->host_staging(t->ishape());
+        fill(h.data(), h.size());
+        const CArray b = gpu->to_device(h);
+        constexpr int kIters = 20;
+        auto solve = [&] {
+            larmor::ConjugateGradient cg(n, b, gpu->zeros(t->ishape()), {kIters, 0.0});
+            while (!cg.done()) cg.update();
+        };
+        solve();  // plans, workspaces
+        gpu->synchronize();
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            solve();
+            gpu->synchronize();
+            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kIters);
+        }
+        state.counters["iterations"] = kIters;
+    });
+}
+BENCHMARK(BM_ToeplitzCgIterationGpu)
+    ->ArgNames({"dims", "n", "spokes", "samples", "accurate"})
+    ->Args({3, 128, 1617, 176, 0})
+    ->Args({2, 256, 402, 512, 0})
+    ->UseManualTime()
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+#endif
+
+}  // namespace
