@@ -232,10 +232,10 @@ void recon(benchmark::State& state, bool gpu) {
     const size_t coils = static_cast<size_t>(state.range(0));
     const larmor::ReconBuffer rb = recon_buffer(*be, coils);
     larmor::config::CgSense cfg;
-    cfg.set_iterations(30);
-    cfg.set_tolerance(0.f);  // all 30 iterations, whatever the residual
-    cfg.set_lambda(kLambda);
-    cfg.set_progress_interval(-1);
+    cfg.mutable_solver()->set_iterations(30);
+    cfg.mutable_solver()->set_tolerance(0.f);  // all 30 iterations, whatever the residual
+    cfg.mutable_solver()->set_lambda(kLambda);
+    cfg.mutable_solver()->set_progress_interval(-1);
     auto cg = larmor::make_cg_sense(cfg);
     auto finish = larmor::make_image_finish(larmor::config::ImageFinish{});
     larmor::SessionContext ctx;

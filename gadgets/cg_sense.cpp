@@ -1,7 +1,8 @@
 // CgSense: Cartesian CG-SENSE on each recon buffer (gadgets/sense: maps from the calibration lines by
 // Walsh's method, CG on the regularised normal equations of E = M F S). The gadget adapts the stream
-// to the core and runs the solver's loop: it reports progress to the client, honours a deadline and
-// records provenance (chain, version, iterations, residual history, lambda) in the image's meta.
+// to the core; the solver's loop (progress to the client, the deadline, the residual history in the
+// image's meta, the failure check) is gadgets/iterative/solver_loop.h, shared with the other iterative
+// gadgets, and so are the solver and NUFFT settings (gadgets/iterative/settings.h).
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -13,6 +14,8 @@
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
+#include "gadgets/iterative/settings.h"
+#include "gadgets/iterative/solver_loop.h"
 #include "gadgets/recon_grid.h"
 #include "gadgets/noncart/density_weights.h"
 #include "gadgets/noncart/nufft_plan_cache.h"
@@ -20,7 +23,6 @@
 #include "gadgets/sense/cartesian_sense.h"
 #include "gadgets/sense/noncartesian_sense.h"
 #include "gadgets/typed_gadget.h"
-#include "wire/progress.h"
 
 #ifndef LARMOR_VERSION
 #define LARMOR_VERSION "unknown"
@@ -29,17 +31,16 @@
 namespace larmor {
 namespace {
 
-constexpr int kDefaultIterations = 30;
-constexpr float kDefaultTolerance = 1e-6f;
-constexpr float kDefaultLambda = 0.01f;
-constexpr int kDefaultProgressInterval = 10;
+constexpr const char* kGadget = "CgSense";
+// The progress lines' stage name; clients and tests read "progress cg_sense: ...".
+constexpr const char* kStage = "cg_sense";
 constexpr int kDefaultMapKernel = 7;
 // Fewer fully sampled lines than this cannot support a coil-map estimate.
 constexpr size_t kMinCalibrationLines = 8;
 
 struct Settings {
-    int iterations, progress_interval, map_kernel, map_stride;
-    float tolerance, lambda, deadline_ms;
+    SolverKnobs solver;
+    int map_kernel, map_stride;
     // Non-Cartesian data.
     float calibration_radius;
     DensityRequest density;
@@ -48,34 +49,20 @@ struct Settings {
 
 Settings settings_of(const config::CgSense& c) {
     Settings s{};
-    s.iterations = c.iterations() == 0 ? kDefaultIterations : c.iterations();
-    s.tolerance = c.has_tolerance() ? c.tolerance() : kDefaultTolerance;
-    s.lambda = c.has_lambda() ? c.lambda() : kDefaultLambda;
-    s.progress_interval = c.progress_interval() == 0 ? kDefaultProgressInterval : c.progress_interval();
+    s.solver = solver_knobs(c.solver(), kGadget);
+    s.nufft = nufft_options(c.nufft(), kGadget);
     s.map_kernel = c.map_kernel_size() == 0 ? kDefaultMapKernel : c.map_kernel_size();
     s.map_stride = c.map_stride() == 0 ? s.map_kernel : c.map_stride();
-    s.deadline_ms = c.deadline_ms();
     s.calibration_radius = c.calibration_radius() == 0.f ? 12.f : c.calibration_radius();
     s.density.method = c.density();
-    s.nufft.tolerance = c.nufft_tolerance() == 0.f ? 1e-3 : static_cast<double>(c.nufft_tolerance());
     s.density.tolerance = s.nufft.tolerance;
     if (!(s.calibration_radius >= 2.f && s.calibration_radius <= 1024.f))
         throw ConfigError("CgSense: calibration_radius " + std::to_string(c.calibration_radius()) +
                           " is outside 2..1024 cycles per FOV");
-    if (!(s.nufft.tolerance >= 1e-6 && s.nufft.tolerance <= 0.1))
-        throw ConfigError("CgSense: nufft_tolerance " + std::to_string(c.nufft_tolerance()) + " is outside 1e-6..0.1");
-    if (s.iterations < 1 || s.iterations > 10000)
-        throw ConfigError("CgSense: iterations " + std::to_string(c.iterations()) + " is outside 1..10000");
-    if (!(s.tolerance >= 0.f)) throw ConfigError("CgSense: tolerance " + std::to_string(s.tolerance) + " < 0");
-    if (!(s.lambda >= 0.f)) throw ConfigError("CgSense: lambda " + std::to_string(s.lambda) + " < 0");
-    if (s.progress_interval < -1)
-        throw ConfigError("CgSense: progress_interval " + std::to_string(c.progress_interval()) +
-                          " (use 0 for the default, -1 for none)");
     if (s.map_kernel < 1 || s.map_kernel > 255)
         throw ConfigError("CgSense: map_kernel_size " + std::to_string(c.map_kernel_size()) + " is outside 1..255");
     if (s.map_stride < 1 || s.map_stride > 64)
         throw ConfigError("CgSense: map_stride " + std::to_string(c.map_stride()) + " is outside 0..64");
-    if (!(s.deadline_ms >= 0.f)) throw ConfigError("CgSense: deadline_ms " + std::to_string(s.deadline_ms) + " < 0");
     return s;
 }
 
@@ -111,12 +98,12 @@ public:
         setup.calibration_radius = s_.calibration_radius;
         setup.map_kernel = s_.map_kernel;
         setup.map_stride = s_.map_stride;
-        setup.lambda = s_.lambda;
-        setup.cg = {s_.iterations, s_.tolerance};
+        setup.lambda = s_.solver.lambda;
+        setup.cg = s_.solver.cg();
         NoncartesianSense p = noncartesian_sense(backend_, tb, plan, weights, setup);
         check_maps(p.maps, "the gridded k-space centre");
-        ConjugateGradient& cg = *p.solver;
-        const bool deadline_hit = iterate(cg, t0, out);
+        ResidualAlgRef<ConjugateGradient> cg(*p.solver);
+        const bool deadline_hit = run_solver_loop(cg, s_.solver, kStage, t0, out);
 
         ImageArray img;
         img.acquisitions = tb.acquisitions;
@@ -133,7 +120,7 @@ public:
         spdlog::info("[{}] CgSense: {} readouts x {} samples x {} coils ({}) -> {} in {} iterations, residual "
                      "{:.3e}, {:.1f} ms",
                      session_, ds[1], ds[0], coils, tb.trajectory, img.data.shape().str(), cg.iteration(),
-                     cg.residual(), elapsed_ms(t0));
+                     cg.residual(), milliseconds_since(t0));
         emit_checked(std::move(img), cg, deadline_hit, out);
     }
 
@@ -163,9 +150,9 @@ public:
         const CArray maps = sense_maps(be, calibration_images(be, cal.data, region), s_.map_kernel, s_.map_stride);
         check_maps(maps, "the calibration region " + region.str());
 
-        CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.lambda, {s_.iterations, s_.tolerance});
-        ConjugateGradient& cg = *p.solver;
-        const bool deadline_hit = iterate(cg, t0, out);
+        CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.solver.lambda, s_.solver.cg());
+        ResidualAlgRef<ConjugateGradient> cg(*p.solver);
+        const bool deadline_hit = run_solver_loop(cg, s_.solver, kStage, t0, out);
 
         ImageArray img;
         img.acquisitions = rb.acquisitions;
@@ -174,7 +161,7 @@ public:
         provenance(img.meta, cg, region, deadline_hit);
         spdlog::info("[{}] CgSense: {} -> {} in {} iterations, residual {:.3e}, calibration {}, {:.1f} ms", session_,
                      shape.str(), img.data.shape().str(), cg.iteration(), cg.residual(), region.str(),
-                     elapsed_ms(t0));
+                     milliseconds_since(t0));
         emit_checked(std::move(img), cg, deadline_hit, out);
     }
 
@@ -194,48 +181,9 @@ private:
     }
 
     // A solver that did nothing, or whose residual is not a number, produced no image worth the name:
-    // the image goes out marked as failed (LarmorStatus "failed", LarmorFailure), and the error, which
-    // the session counts and sends as TEXT, names the step and the values.
-    void emit_checked(ImageArray img, const ConjugateGradient& cg, bool deadline_hit, Emitter& out) {
-        std::string failure;
-        if (!std::isfinite(cg.residual()))
-            failure = "CG-SENSE diverged: the residual is " + std::to_string(cg.residual()) + " after iteration " +
-                      std::to_string(cg.iteration()) + " (non-finite values in the data or the coil maps, or norms that overflowed float: k-space "
-                      "this large must be scaled down)";
-        else if (cg.iteration() == 0 && deadline_hit)
-            failure = "CG-SENSE stopped at iteration 0: the deadline of " + std::to_string(s_.deadline_ms) +
-                      " ms passed before the first iteration, so the image is the zero start";
-        else if (cg.iteration() == 0)
-            failure = "CG-SENSE stopped at iteration 0 with residual " + std::to_string(cg.residual()) +
-                      ": the right-hand side E^H y is zero, so no signal reached the solver";
-        if (failure.empty()) {
-            out.emit(std::move(img));
-            return;
-        }
-        mark_failed(img.meta, failure);
-        out.emit(std::move(img));
-        throw std::runtime_error(failure);
-    }
-
-    // The solver's loop: progress lines every progress_interval iterations and the deadline. True when
-    // the deadline stopped it.
-    bool iterate(ConjugateGradient& cg, std::chrono::steady_clock::time_point t0, Emitter& out) {
-        bool deadline_hit = false;
-        while (!cg.done()) {
-            if (s_.deadline_ms > 0.f && elapsed_ms(t0) >= s_.deadline_ms) {
-                deadline_hit = true;
-                break;
-            }
-            cg.update();
-            if (s_.progress_interval > 0 && cg.iteration() % s_.progress_interval == 0 && !cg.done())
-                report(cg, out);
-        }
-        if (s_.progress_interval > 0) report(cg, out);
-        return deadline_hit;
-    }
-
-    static double elapsed_ms(std::chrono::steady_clock::time_point t0) {
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    // it goes out marked as failed, and the error names the step and the values.
+    void emit_checked(ImageArray img, const ResidualAlg& cg, bool deadline_hit, Emitter& out) {
+        emit_or_fail(std::move(img), solver_failure("CG-SENSE", cg, s_.solver, deadline_hit), out);
     }
 
     // data + ref on the calibration lines the data lack; `sampled` becomes the union.
@@ -258,30 +206,16 @@ private:
         return merged;
     }
 
-    void report(const ConjugateGradient& cg, Emitter& out) {
-        wire::Progress pr;
-        pr.stage = "cg_sense";
-        pr.iteration = static_cast<uint32_t>(cg.iteration());
-        pr.iterations = static_cast<uint32_t>(s_.iterations);
-        pr.residual = cg.residual();
-        out.emit(Text{wire::format_progress(pr)});
-    }
-
-    void provenance(ISMRMRD::MetaContainer& meta, const ConjugateGradient& cg, const CalibrationRegion& region,
+    void provenance(ISMRMRD::MetaContainer& meta, const ResidualAlg& cg, const CalibrationRegion& region,
                     bool deadline_hit) const {
         meta.set(kMetaDataRole, "Image");
         meta.set(kMetaGadgetronDataRole, "Image");
         append_processing_history(meta, "CG_SENSE");
         meta.set("LarmorChain", chain_.c_str());
         meta.set("LarmorVersion", LARMOR_VERSION);
-        meta.set("CgSenseIterations", static_cast<long>(cg.iteration()));
-        meta.set("CgSenseResidual", cg.residual());
-        meta.set("CgSenseLambda", static_cast<double>(s_.lambda));
-        meta.set("CgSenseTolerance", static_cast<double>(s_.tolerance));
+        record_solver_meta(meta, "CgSense", cg, s_.solver, deadline_hit);
         meta.set("CgSenseCalibration", region.str().c_str());
         meta.set("CgSenseCoilMaps", "Walsh on the calibration image");
-        if (deadline_hit) meta.set("CgSenseStoppedByDeadline", 1L);
-        for (double r : cg.residuals()) meta.append("CgSenseResidualHistory", r);
         meta.set("ImageComment", "CG-SENSE");
     }
 

@@ -4,9 +4,13 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -46,16 +50,46 @@ bool parse_no_field(const std::string& message, std::string& type, std::string& 
     return true;
 }
 
-// Collects protobuf's parse errors and, for the commonest user mistake (a misspelt gadget or
-// parameter), appends the list of names that would have been valid at that place.
+// Parameters that moved into a settings message shared by several gadgets (their old names and
+// numbers are reserved in proto/chain.proto): message, old name, new place.
+struct MovedParameter {
+    const char* message;
+    const char* old_name;
+    const char* now;
+};
+constexpr MovedParameter kMovedParameters[] = {
+    {"larmor.config.CgSense", "iterations", "solver.iterations"},
+    {"larmor.config.CgSense", "tolerance", "solver.tolerance"},
+    {"larmor.config.CgSense", "lambda", "solver.lambda"},
+    {"larmor.config.CgSense", "progress_interval", "solver.progress_interval"},
+    {"larmor.config.CgSense", "deadline_ms", "solver.deadline_ms"},
+    {"larmor.config.CgSense", "nufft_tolerance", "nufft.tolerance"},
+};
+
+// "solver.iterations" -> "solver { iterations: ... }", the way a chain file writes it.
+std::string text_form(const std::string& path) {
+    const size_t dot = path.find('.');
+    if (dot == std::string::npos) return path + ": ...";
+    return path.substr(0, dot) + " { " + text_form(path.substr(dot + 1)) + " }";
+}
+
+// Collects protobuf's parse errors and, for the commonest user mistakes (a misspelt gadget or
+// parameter, a parameter from before it moved), says what would have been valid at that place.
 class ErrorCollector final : public pb::io::ErrorCollector {
 public:
     void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
         std::string msg = message;
         std::string type, field;
         if (parse_no_field(message, type, field)) {
+            // The type comes from the strict schema (StrictSchema), which has the generated one's names.
             const pb::Descriptor* d = pb::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
-            if (d && d->full_name() == "larmor.config.Gadget")
+            const std::string moved = d ? moved_parameter(*d, field) : std::string();
+            if (!moved.empty())
+                msg = "parameter '" + field + "' of " + d->name() + " has moved: write " + text_form(moved) + " instead";
+            else if (d && d->IsReservedName(field))
+                msg = "parameter '" + field + "' of " + d->name() + " was retired; valid parameters: " +
+                      (d->field_count() ? join(field_names(d)) : std::string("(none)"));
+            else if (d && d->full_name() == "larmor.config.Gadget")
                 msg = "unknown gadget type or field '" + field + "' in a gadget entry; valid: " + join(field_names(d));
             else if (d)
                 msg = "unknown parameter '" + field + "' for " + d->name() + "; valid parameters: " +
@@ -92,12 +126,48 @@ void imply_settings(config::Chain& chain) {
     }
 }
 
+void drop_reserved_names(pb::DescriptorProto& m) {
+    m.clear_reserved_name();
+    for (pb::DescriptorProto& nested : *m.mutable_nested_type()) drop_reserved_names(nested);
+}
+
+// protobuf's text parser skips a reserved field name without a word (old files are meant to keep
+// loading), so an old chain saying `iterations: 100` would run with the default and nobody would know.
+// Chains are therefore parsed against a copy of the schema without reserved names, where a retired name
+// is an unknown field like a misspelt one, and the ErrorCollector says where it went. The copy has the
+// same fields and numbers, so its binary form is the generated Chain's.
+struct StrictSchema {
+    pb::DescriptorPool pool;
+    pb::DynamicMessageFactory factory;  // after the pool: its prototypes go before the descriptors they use
+    const pb::Descriptor* chain = nullptr;
+
+    StrictSchema() {
+        const pb::FileDescriptor* schema = config::Chain::descriptor()->file();
+        if (schema->dependency_count() != 0)
+            throw std::logic_error("proto/chain.proto imports other files; StrictSchema must copy them too");
+        pb::FileDescriptorProto file;
+        schema->CopyTo(&file);
+        for (pb::DescriptorProto& m : *file.mutable_message_type()) drop_reserved_names(m);
+        const pb::FileDescriptor* built = pool.BuildFile(file);
+        chain = built ? built->FindMessageTypeByName(config::Chain::descriptor()->name()) : nullptr;
+        if (!chain) throw std::logic_error("cannot rebuild proto/chain.proto without its reserved names");
+    }
+};
+
+std::unique_ptr<pb::Message> new_strict_chain() {
+    static StrictSchema schema;
+    return std::unique_ptr<pb::Message>(schema.factory.GetPrototype(schema.chain)->New());
+}
+
 config::Chain parse_text_format(const std::string& text, const std::string& origin) {
-    config::Chain chain;
+    std::unique_ptr<pb::Message> strict = new_strict_chain();
     pb::TextFormat::Parser parser;
     ErrorCollector errors;
     parser.RecordErrorsTo(&errors);
-    if (!parser.ParseFromString(text, &chain)) throw ConfigError(origin + ": " + errors.text());
+    if (!parser.ParseFromString(text, strict.get())) throw ConfigError(origin + ": " + errors.text());
+    config::Chain chain;
+    if (!chain.ParseFromString(strict->SerializeAsString()))
+        throw std::logic_error(origin + ": the chain parsed against the strict schema does not read back as a Chain");
     return chain;
 }
 
@@ -169,6 +239,12 @@ std::vector<std::string> known_gadget_types() {
     std::vector<std::string> names;
     for (int i = 0; i < kind->field_count(); ++i) names.push_back(kind->field(i)->name());
     return names;
+}
+
+std::string moved_parameter(const pb::Descriptor& message, const std::string& field) {
+    for (const MovedParameter& m : kMovedParameters)
+        if (message.full_name() == m.message && field == m.old_name) return m.now;
+    return {};
 }
 
 std::string gadget_display_name(const config::Gadget& g) {

@@ -33,6 +33,11 @@ std::vector<std::string> list_chains(const std::string& config_dir);
 // Gadget type names Larmor knows (the oneof fields of larmor.config.Gadget).
 std::vector<std::string> known_gadget_types();
 
+// Where a parameter of a chain message went when it moved into a shared settings message (its old
+// name reserved in proto/chain.proto): "solver.iterations" for CgSense's "iterations"; empty for any
+// other name.
+std::string moved_parameter(const google::protobuf::Descriptor& message, const std::string& field);
+
 // Display name of one gadget of a chain: its `name` if set, else its type.
 std::string gadget_display_name(const config::Gadget& g);
 

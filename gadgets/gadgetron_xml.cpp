@@ -8,7 +8,10 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 #include <pugixml.hpp>
 #include <spdlog/spdlog.h>
@@ -63,15 +66,46 @@ config::ImageOutput output_from_mask(const std::string& value) {
     throw ConfigError("extract_mask '" + value + "' selects no output (use 1, 2, 4 or 8)");
 }
 
-// Sets a Larmor field from a property of the same name (so XML can also carry Larmor's own
-// parameters), through protobuf reflection and its text syntax.
+// Sets the Larmor field at `path` ("lambda", or "solver.lambda" inside a settings message) from the
+// value of property `prop`, through protobuf reflection and its text syntax. False when the path
+// names no scalar field. A name that moved into a settings message is refused with its new path: XML
+// properties are flat, so an old chain would otherwise lose the value without a word.
+bool set_field(google::protobuf::Message& cfg, const std::string& path, const std::string& prop,
+               const std::string& value, const std::string& where) {
+    namespace pb = google::protobuf;
+    // Resolved on the descriptors first, so a path that ends nowhere leaves no empty message behind.
+    std::vector<const pb::FieldDescriptor*> steps;
+    const pb::Descriptor* d = cfg.GetDescriptor();
+    for (size_t begin = 0;;) {
+        const size_t dot = path.find('.', begin);
+        const std::string name = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+        const pb::FieldDescriptor* f = d->FindFieldByName(name);
+        if (!f) {
+            const std::string moved = moved_parameter(*d, name);
+            if (!moved.empty())
+                throw ConfigError(where + ": property " + prop + " has moved: name it " + moved + " instead");
+            return false;
+        }
+        steps.push_back(f);
+        if (dot == std::string::npos) break;
+        if (f->is_repeated() || f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) return false;
+        d = f->message_type();
+        begin = dot + 1;
+    }
+    const pb::FieldDescriptor* leaf = steps.back();
+    if (leaf->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) return false;
+    pb::Message* msg = &cfg;
+    for (size_t i = 0; i + 1 < steps.size(); ++i) msg = msg->GetReflection()->MutableMessage(msg, steps[i]);
+    if (!pb::TextFormat::ParseFieldValueFromString(value, leaf, msg))
+        throw ConfigError(where + ": property " + prop + " = '" + value + "' is not a valid " + leaf->type_name());
+    return true;
+}
+
+// A property named as Larmor's field (so XML can also carry Larmor's own parameters, dotted for those
+// in a settings message: solver.deadline_ms).
 bool set_same_named_field(google::protobuf::Message& cfg, const std::string& prop, const std::string& value,
                           const std::string& where) {
-    const auto* field = cfg.GetDescriptor()->FindFieldByName(prop);
-    if (!field) return false;
-    if (!google::protobuf::TextFormat::ParseFieldValueFromString(value, field, &cfg))
-        throw ConfigError(where + ": property " + prop + " = '" + value + "' is not a valid " + field->type_name());
-    return true;
+    return set_field(cfg, prop, prop, value, where);
 }
 
 // One translated gadget: appends zero or more Larmor gadgets (or amends the previous one).
@@ -171,10 +205,14 @@ const std::map<std::string, Translator>& translators() {
                     break;
                 }
             auto* cfg = append(c, g).mutable_cg_sense();
+            // Through set_field rather than std::stoi, so a bad value is refused by name and value.
+            auto to = [cfg, &g](const char* path, const char* prop) {
+                return [cfg, &g, path, prop](const std::string& v) { set_field(*cfg, path, prop, v, g.classname); };
+            };
             apply_properties(g, *cfg, {
-                {"number_of_iterations", [cfg](const std::string& v) { cfg->set_iterations(std::stoi(v)); }},
-                {"cg_limit", [cfg](const std::string& v) { cfg->set_tolerance(std::stof(v)); }},
-                {"kappa", [cfg](const std::string& v) { cfg->set_lambda(std::stof(v)); }},
+                {"number_of_iterations", to("solver.iterations", "number_of_iterations")},
+                {"cg_limit", to("solver.tolerance", "cg_limit")},
+                {"kappa", to("solver.lambda", "kappa")},
             });
         };
         t["gpuCgSenseGadget"] = t["CgSenseGadget"] = t["CgSense"] = cg_sense;

@@ -170,10 +170,10 @@ TEST(CgSenseChain, CudaMatchesCpu) {
 
 TEST(CgSenseChain, ReportsProgressAndProvenance) {
     config::CgSense cfg;
-    cfg.set_iterations(25);
-    cfg.set_tolerance(0.f);  // run all 25
-    cfg.set_lambda(0.02f);
-    cfg.set_progress_interval(10);
+    cfg.mutable_solver()->set_iterations(25);
+    cfg.mutable_solver()->set_tolerance(0.f);  // run all 25
+    cfg.mutable_solver()->set_lambda(0.02f);
+    cfg.mutable_solver()->set_progress_interval(10);
     const Output out = run(cg_sense_chain(cfg), phantom_dataset(spec_of(8, 2)), make_cpu_backend());
     std::vector<uint32_t> reported;
     for (const std::string& t : out.texts)
@@ -190,6 +190,8 @@ TEST(CgSenseChain, ReportsProgressAndProvenance) {
     EXPECT_STREQ(meta.as_str("LarmorVersion"), LARMOR_VERSION);
     EXPECT_EQ(meta.as_long("CgSenseIterations"), 25);
     EXPECT_NEAR(meta.as_double("CgSenseLambda"), 0.02, 1e-6);
+    EXPECT_EQ(meta.as_double("CgSenseTolerance"), 0.0);
+    EXPECT_EQ(meta.length("CgSenseStoppedByDeadline"), 0u);
     EXPECT_EQ(meta.length("CgSenseResidualHistory"), 26u);
     EXPECT_GT(meta.as_double("CgSenseResidual"), 0.0);
     EXPECT_LT(meta.as_double("CgSenseResidual"), meta.as_double("CgSenseResidualHistory", 0));
@@ -201,10 +203,10 @@ TEST(CgSenseChain, ReportsProgressAndProvenance) {
 // image still goes out, marked as failed, and the error names the step and the values (issue 18).
 TEST(CgSenseChain, ASolverStoppedAtIterationZeroFailsLoudlyWithAMarkedImage) {
     config::CgSense cfg;
-    cfg.set_iterations(10000);
-    cfg.set_tolerance(0.f);
-    cfg.set_deadline_ms(1e-3f);  // spent by the maps already: no iteration runs
-    cfg.set_progress_interval(-1);
+    cfg.mutable_solver()->set_iterations(10000);
+    cfg.mutable_solver()->set_tolerance(0.f);
+    cfg.mutable_solver()->set_deadline_ms(1e-3f);  // spent by the maps already: no iteration runs
+    cfg.mutable_solver()->set_progress_interval(-1);
     const test::Dataset ds = phantom_dataset(spec_of(8, 2));
     test::GadgetHarness h(cg_sense_chain(cfg));
     SessionContext ctx = test::make_session(ds.header_xml, make_cpu_backend());
@@ -239,12 +241,32 @@ TEST(CgSenseChain, InvalidSettingsAreRefusedByName) {
         }
         return std::string("accepted");
     };
-    EXPECT_NE(message([](config::CgSense& c) { c.set_iterations(-3); }).find("iterations -3"), std::string::npos);
-    EXPECT_NE(message([](config::CgSense& c) { c.set_lambda(-1.f); }).find("lambda"), std::string::npos);
+    auto solver = [](config::CgSense& c) { return c.mutable_solver(); };
+    auto nufft = [](config::CgSense& c) { return c.mutable_nufft(); };
+    // The gadget, the settings message, the knob and the value, in that order.
+    EXPECT_EQ(message([&](config::CgSense& c) { solver(c)->set_iterations(-3); }).rfind("CgSense: solver.iterations -3 ", 0),
+              0u);
+    EXPECT_NE(message([&](config::CgSense& c) { solver(c)->set_lambda(-1.f); }).find("solver.lambda -1 "),
+              std::string::npos);
+    EXPECT_NE(message([&](config::CgSense& c) { solver(c)->set_tolerance(-0.5f); }).find("solver.tolerance -0.5 "),
+              std::string::npos);
     EXPECT_NE(message([](config::CgSense& c) { c.set_map_kernel_size(300); }).find("map_kernel_size 300"),
               std::string::npos);
-    EXPECT_NE(message([](config::CgSense& c) { c.set_progress_interval(-5); }).find("progress_interval -5"),
+    EXPECT_NE(message([&](config::CgSense& c) { solver(c)->set_progress_interval(-5); })
+                  .find("solver.progress_interval -5"),
               std::string::npos);
+    EXPECT_NE(message([&](config::CgSense& c) { solver(c)->set_deadline_ms(-1.f); }).find("solver.deadline_ms -1 "),
+              std::string::npos);
+    // A tolerance below the range reads as the number it is, not "0.000000".
+    EXPECT_NE(message([&](config::CgSense& c) { nufft(c)->set_tolerance(1e-7f); }).find("nufft.tolerance 1e-07 "),
+              std::string::npos);
+    EXPECT_NE(message([&](config::CgSense& c) { nufft(c)->set_upsampling(3.f); }).find("nufft.upsampling 3 "),
+              std::string::npos);
+    // The documented limits themselves are accepted (1e-6f and 0.1f lie outside the double bounds).
+    for (float tol : {1e-6f, 0.1f})
+        EXPECT_EQ(message([&](config::CgSense& c) { nufft(c)->set_tolerance(tol); }), "accepted") << tol;
+    for (float up : {1.25f, 2.f})
+        EXPECT_EQ(message([&](config::CgSense& c) { nufft(c)->set_upsampling(up); }), "accepted") << up;
 }
 
 TEST(CgSenseChain, ShippedChainsParseAndTheXmlFormKeepsTheAcsLines) {
@@ -256,9 +278,9 @@ TEST(CgSenseChain, ShippedChainsParseAndTheXmlFormKeepsTheAcsLines) {
             if (g.has_accumulate_trigger()) acc_keeps_acs = g.accumulate_trigger().emit_calibration();
             if (g.has_cg_sense()) {
                 has_cg = true;
-                EXPECT_EQ(g.cg_sense().iterations(), 30);
-                EXPECT_FLOAT_EQ(g.cg_sense().tolerance(), 1e-6f);
-                EXPECT_FLOAT_EQ(g.cg_sense().lambda(), 0.01f);
+                EXPECT_EQ(g.cg_sense().solver().iterations(), 30);
+                EXPECT_FLOAT_EQ(g.cg_sense().solver().tolerance(), 1e-6f);
+                EXPECT_FLOAT_EQ(g.cg_sense().solver().lambda(), 0.01f);
             }
         }
         EXPECT_TRUE(acc_keeps_acs);

@@ -80,10 +80,10 @@ std::vector<std::unique_ptr<Gadget>> cg_sense_chain() {
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_readouts(accumulate()));
     config::CgSense cg;
-    cg.set_iterations(30);
-    cg.set_tolerance(1e-4f);
-    cg.set_lambda(0.01f);
-    cg.set_progress_interval(-1);
+    cg.mutable_solver()->set_iterations(30);
+    cg.mutable_solver()->set_tolerance(1e-4f);
+    cg.mutable_solver()->set_lambda(0.01f);
+    cg.mutable_solver()->set_progress_interval(-1);
     g.push_back(make_cg_sense(cg));
     g.push_back(make_image_finish(config::ImageFinish{}));
     return g;

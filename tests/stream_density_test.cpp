@@ -72,10 +72,10 @@ std::vector<std::unique_ptr<Gadget>> chain(const ChainOptions& o, const config::
     g.push_back(make_accumulate_readouts(acc));
     if (o.cg_sense) {
         config::CgSense cg;
-        cg.set_iterations(20);
-        cg.set_tolerance(1e-5f);
-        cg.set_lambda(0.01f);
-        cg.set_progress_interval(-1);
+        cg.mutable_solver()->set_iterations(20);
+        cg.mutable_solver()->set_tolerance(1e-5f);
+        cg.mutable_solver()->set_lambda(0.01f);
+        cg.mutable_solver()->set_progress_interval(-1);
         cg.set_density(o.density);
         g.push_back(make_cg_sense(cg));
     } else {

@@ -163,8 +163,9 @@ const char* kInlineChains[] = {
     "gadget { image_finish { output: OUTPUT_PHASE pixel_type: PIXEL_FLOAT } }\n",
     "gadget { acquisition_counter { pass_on: true } }\ngadget { pass_through {} }\n",
     "gadget { noise_adjust {} } gadget { accumulate_trigger { trigger: TRIGGER_SLICE emit_calibration: true } }\n"
-    "gadget { cg_sense { iterations: 10 tolerance: 1e-4 lambda: 0.02 progress_interval: -1 map_kernel_size: 5 "
-    "map_stride: 1 deadline_ms: 100 } }\ngadget { image_finish { output: OUTPUT_COMPLEX } }\n",
+    "gadget { cg_sense { solver { iterations: 10 tolerance: 1e-4 lambda: 0.02 progress_interval: -1 deadline_ms: 100 } "
+    "nufft { tolerance: 1e-4 upsampling: 1.5 } map_kernel_size: 5 map_stride: 1 } }\n"
+    "gadget { image_finish { output: OUTPUT_COMPLEX } }\n",
 };
 
 const char* kXmlChains[] = {
