@@ -122,6 +122,7 @@ void imply_settings(config::Chain& chain) {
         config::Gadget& g = *chain.mutable_gadget(i);
         if (g.has_gridding() && g.gridding().density() == config::DENSITY_FROM_STREAM) from_stream = true;
         if (g.has_cg_sense() && g.cg_sense().density() == config::DENSITY_FROM_STREAM) from_stream = true;
+        if (g.has_toeplitz_cg() && g.toeplitz_cg().density() == config::DENSITY_FROM_STREAM) from_stream = true;
         if (g.has_accumulate_readouts() && from_stream) g.mutable_accumulate_readouts()->set_trajectory_weights(true);
     }
 }

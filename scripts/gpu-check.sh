@@ -146,11 +146,11 @@ if [ "$MODE" = sanitize ]; then
   # CS_MEMCHECK / CS_RACECHECK: other lists (a short call can check only what changed).
   for t in ${CS_MEMCHECK:-core_cuda_backend_test core_blas1_test core_fft_test core_linops_test fault_injection_test \
            core_iter_test core_stream_primitives_test sense_recon_test memory_budget_test core_nufft_test \
-           core_nufft_cuda_kernels_test radial_fbp_test}; do
+           core_nufft_cuda_kernels_test radial_fbp_test core_nudft_test toeplitz_cg_test}; do
     run_cs memcheck "$t"
   done
   for t in ${CS_RACECHECK:-core_blas1_test core_stream_primitives_test core_linops_test core_iter_test \
-           core_nufft_cuda_kernels_test radial_fbp_test}; do
+           core_nufft_cuda_kernels_test radial_fbp_test core_nudft_test}; do
     run_cs racecheck "$t"
   done
   # Only the logs of runs that did not come out clean (the device returns few files).

@@ -86,6 +86,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"radial_fbp", Trajectory::radial, 64, 1, 4, 0, 1, 1, 0.25},
                       Case{"radial3d_gridding", Trajectory::radial3d, 16, 16, 2, 300, 1, 1, 0.35},
                       Case{"cg_sense_radial", Trajectory::golden_angle, 64, 1, 8, 48, 1, 1, 0.25},
+                      Case{"fhd_cg_2d", Trajectory::golden_angle, 64, 1, 8, 48, 1, 1, 0.20},
+                      Case{"fhd_cg_3d", Trajectory::radial3d, 16, 16, 1, 300, 1, 1, 0.30},
                       // 64 golden-angle spokes, windows of 32 every 8: (64 - 32) / 8 + 1 frames.
                       Case{"radial_realtime", Trajectory::golden_angle, 64, 1, 4, 64, 1, 5, 0.5}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.chain); });

@@ -121,6 +121,7 @@ TEST_P(ToeplitzCgTest, RecoversTheImageThatMadeTheData) {
         const CArray maps = coils == 1 ? CArray() : coil_maps(image, coils);
         const CArray y = simulate(be, image, k, maps, x);
         ToeplitzCgSetup s;
+        s.basis = VoxelBasis::Box;  // the model that made the data
         s.lambda = 1e-6f;
         s.cg = {300, 1e-6};
         double res = 0;

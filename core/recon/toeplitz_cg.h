@@ -29,7 +29,7 @@ struct ToeplitzCgSetup {
     enum class Adjoint { Exact, Nufft };
     enum class Normal { Toeplitz, NufftPair };
     enum class Regularizer { Identity, FiniteDifference };
-    VoxelBasis basis = VoxelBasis::Box;
+    VoxelBasis basis = VoxelBasis::Dirac;
     Adjoint adjoint = Adjoint::Exact;
     Normal normal = Normal::Toeplitz;
     ToeplitzOptions::Method q = ToeplitzOptions::Method::Exact;

@@ -30,6 +30,24 @@ RArray calibration_weights(const RArray& coords, const RArray& weights_host, flo
 
 }  // namespace
 
+CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb, Nufft& plan,
+                              const RArray& weights_host, float radius, int map_kernel, int map_stride) {
+    Backend& b = *be;
+    const Shape& ds = tb.data.shape();  // [S, R, C]
+    const size_t m = ds[0] * ds[1], coils = ds[2];
+    const Shape& image = tb.image;
+    const size_t nz = image.rank() == 3 ? image[2] : 1;
+    const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
+    const RArray wcal = b.to_device(calibration_weights(coords, weights_host, radius));
+    CArray ycal = b.empty({m, coils});
+    b.mul(tb.data.reshaped({m, coils}), wcal, ycal);
+    Shape coil_shape = image;
+    coil_shape.push_back(coils);
+    CArray low = b.empty(coil_shape);
+    plan.adjoint(ycal, low);
+    return sense_maps(b, low.reshaped({image[0], image[1], nz, coils}), map_kernel, map_stride);
+}
+
 NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,
                                      const std::shared_ptr<Nufft>& plan, const RArray& weights,
                                      const NoncartesianSenseSetup& setup) {
@@ -44,22 +62,12 @@ NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const T
         throw std::invalid_argument("cg_sense: calibration radius " + std::to_string(setup.calibration_radius));
     Backend& b = *be;
     const Shape& image = tb.image;
-    const size_t nz = image.rank() == 3 ? image[2] : 1;
     const CArray y = tb.data.reshaped({m, coils});
-
-    // Coil maps from the gridded centre of k-space.
-    const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
     const RArray wh = b.to_host(weights);
-    const RArray wcal = b.to_device(calibration_weights(coords, wh, setup.calibration_radius));
-    CArray ycal = b.empty({m, coils});
-    b.mul(y, wcal, ycal);
     Shape coil_shape = image;
     coil_shape.push_back(coils);
-    CArray low = b.empty(coil_shape);
-    plan->adjoint(ycal, low);
-
     NoncartesianSense p;
-    p.maps = sense_maps(b, low.reshaped({image[0], image[1], nz, coils}), setup.map_kernel, setup.map_stride);
+    p.maps = noncartesian_coil_maps(be, tb, *plan, wh, setup.calibration_radius, setup.map_kernel, setup.map_stride);
 
     // E = W^1/2 F_nu S and the weighted data W^1/2 y.
     RArray sqrt_w = RArray::host({m});

@@ -32,6 +32,12 @@ struct NoncartesianSense {
     std::unique_ptr<ConjugateGradient> solver;
 };
 
+// Walsh coil maps [X, Y, Z, C] from the low-resolution coil images of the samples within `radius`
+// (cycles/FOV) of the k-space centre, gridded by `plan` (tb's image x coils at tb's points) with the
+// density weights (host [M]) times a Hann taper in |k|.
+CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb, Nufft& plan,
+                              const RArray& weights_host, float radius, int map_kernel, int map_stride);
+
 // plan: a NUFFT of tb's image x coils at tb's points (M = samples x readouts); weights [M] on the
 // backend, per unit k-space area (gadgets/noncart/density_weights.h).
 NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,
