@@ -15,7 +15,11 @@
 // right-hand side S^H F^H W d), CG per iteration, and the total of FHd + CG with Q cached (what a repeated
 // protocol costs). Usage:
 //   fhd_seeds [--backend cuda|cpu] [--n 128] [--spokes 1617] [--samples 88] [--snr 0] [--iterations 60]
-//             [--lambda 0.01] [--regularizer identity|fd] [--q exact|nufft] [--basis dirac|box]
+//             [--lambda 0.01] [--regularizer identity|fd] [--q exact|nufft] [--basis dirac|box] [--discrete 0|1]
+// --density pipe-menon: W = Pipe-Menon weights in the data term of both CG reconstructions (a
+// weighted least-squares problem that CG solves in far fewer iterations); default none (W = I).
+// --discrete 1: the data are the exact DFT of the voxel truth itself (no detail beyond the matrix),
+// the setting in which a reconstruction can reach the truth; 0 (default): the analytic object's samples.
 // --samples is per readout before the 2x readout oversampling (88 -> 176 stored).
 #include <algorithm>
 #include <chrono>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/linops/nudft.h"
 #include "core/linops/nufft.h"
 #include "core/recon/pipe_menon_density.h"
 #include "core/recon/toeplitz_cg.h"
@@ -44,6 +49,7 @@ struct Options {
     std::string backend = "cuda", regularizer = "identity", q = "exact", basis = "dirac";
     int n = 128, spokes = 1617, samples = 88, iterations = 60;
     double snr = 0.0, lambda = 0.01;
+    bool discrete = false, density = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -62,6 +68,8 @@ Options parse(int argc, char** argv) {
         else if (a == "--regularizer") o.regularizer = v;
         else if (a == "--q") o.q = v;
         else if (a == "--basis") o.basis = v;
+        else if (a == "--discrete") o.discrete = v == "1";
+        else if (a == "--density") o.density = v == "pipe-menon";
         else throw std::invalid_argument("unknown option " + a);
     }
     if (o.backend != "cuda" && o.backend != "cpu") throw std::invalid_argument("--backend " + o.backend);
@@ -118,23 +126,62 @@ int main(int argc, char** argv) try {
     const RArray coords3 = phantom::trajectory_coords(spec, 0);  // [3, samples x 2, spokes]
     const size_t per = coords3.shape()[1], m = per * coords3.shape()[2];
     std::vector<std::complex<float>> samples = phantom::sample_trajectory(ph, 0, coords3);
+    const RArray coords = coords3.reshaped({3, m});
+    const Shape image{size_t(o.n), size_t(o.n), size_t(o.n)};
+    const std::vector<double> truth = ph.image(0, 3);
+    if (o.discrete) {
+        // The data a voxel object would give: the exact DFT of the truth itself (no edges finer than a
+        // voxel, so no model error), scaled onto the analytic samples so that the noise means the same.
+        auto f = larmor::nudft(be, image, 1, coords, {larmor::VoxelBasis::Dirac, true});
+        CArray t = CArray::host({image[0], image[1], image[2], 1});
+        for (size_t i = 0; i < truth.size(); ++i) t.data()[i] = larmor::cfloat(float(truth[i]), 0.f);
+        CArray y = be->empty({m, 1});
+        f->forward(be->to_device(t), y);
+        const CArray yh = be->to_host(y);
+        std::complex<double> num = 0;
+        double den = 0;
+        for (size_t i = 0; i < m; ++i) {
+            num += std::conj(std::complex<double>(yh.data()[i])) * std::complex<double>(samples[i]);
+            den += std::norm(std::complex<double>(yh.data()[i]));
+        }
+        const std::complex<double> a = num / den;
+        for (size_t i = 0; i < m; ++i) samples[i] = std::complex<float>(a * std::complex<double>(yh.data()[i]));
+    }
     if (o.snr > 0)
         for (size_t r = 0; r < coords3.shape()[2]; ++r) ph.add_noise(samples.data() + r * per, int(per), 1000 + r);
-    const RArray coords = coords3.reshaped({3, m});
     CArray d = CArray::host({m, 1});
     std::copy(samples.begin(), samples.end(), d.data());
     const CArray data = be->to_device(d);
-    const Shape image{size_t(o.n), size_t(o.n), size_t(o.n)};
-    const std::vector<double> truth = ph.image(0, 3);
-    std::printf("seeds' problem: %d^3 voxels, %zu samples (%d spokes x %zu), SNR %s, backend %s\n", o.n, m, o.spokes,
-                per, o.snr > 0 ? std::to_string(o.snr).c_str() : "noiseless", be->describe().c_str());
+    std::printf("seeds' problem: %d^3 voxels, %zu samples (%d spokes x %zu), %s data, SNR %s, backend %s\n", o.n, m,
+                o.spokes, per, o.discrete ? "voxel-object (exact DFT of the truth)" : "analytic",
+                o.snr > 0 ? std::to_string(o.snr).c_str() : "noiseless", be->describe().c_str());
     std::printf("| method | Q (s) | F^H d (s) | CG per iteration (ms) | FHd + CG (s) | error (%%) | PSNR (dB) |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
 
+    // The floor of any reconstruction on this grid: the whole Cartesian k-space of the analytic object
+    // (Nyquist, no noise), inverse DFT. Its error is the object's detail beyond the matrix.
+    if (!o.discrete) {
+        RArray kc = RArray::host({3, size_t(o.n), size_t(o.n) * size_t(o.n)});
+        const size_t n = size_t(o.n);
+        for (size_t i = 0; i < n * n * n; ++i) {
+            kc.data()[3 * i] = float(double(i % n) - double(n / 2));
+            kc.data()[3 * i + 1] = float(double((i / n) % n) - double(n / 2));
+            kc.data()[3 * i + 2] = float(double(i / (n * n)) - double(n / 2));
+        }
+        const std::vector<std::complex<float>> full = phantom::sample_trajectory(ph, 0, kc);
+        CArray g = CArray::host({n, n, n});
+        std::copy(full.begin(), full.end(), g.data());
+        CArray x = be->empty({n, n, n});
+        be->fft(be->to_device(g), x, 7u, larmor::FFTDirection::Inverse);
+        const Quality q = quality(*be, x, truth);
+        std::printf("| floor: all of Cartesian k-space (%zu^3 samples), inverse DFT | | | | | %.1f | %.1f |\n", n,
+                    100 * q.error, q.psnr);
+    }
+
     // Gridding: the NUFFT adjoint of Pipe-Menon-weighted data.
+    const RArray w = larmor::pipe_menon_density(be, image, coords);
     {
         const auto t0 = Clock::now();
-        const RArray w = larmor::pipe_menon_density(be, image, coords);
         auto nu = larmor::Nufft::create(be, image, 1, coords);
         CArray dw = be->empty({m, 1}), x = be->empty({image[0], image[1], image[2], 1});
         be->mul(data, be->to_device(w), dw);
@@ -161,11 +208,12 @@ int main(int argc, char** argv) try {
         to.basis = s.basis;
         to.method = s.q;
         to.nufft_tolerance = 1e-6;
-        CArray spectrum = larmor::toeplitz_spectrum(be, image, coords, RArray(), to);
+        const RArray weights = o.density ? w : RArray();
+        CArray spectrum = larmor::toeplitz_spectrum(be, image, coords, weights, to);
         be->synchronize();
         const double tq = seconds_since(t0);
         t0 = Clock::now();
-        larmor::ToeplitzCg p = larmor::toeplitz_cg(be, image, coords, data, CArray(), RArray(), s, spectrum);
+        larmor::ToeplitzCg p = larmor::toeplitz_cg(be, image, coords, data, CArray(), weights, s, spectrum);
         be->synchronize();
         const double tf = seconds_since(t0);
         t0 = Clock::now();
@@ -173,9 +221,9 @@ int main(int argc, char** argv) try {
         be->synchronize();
         const double tcg = seconds_since(t0);
         const Quality q = quality(*be, p.image, truth);
-        std::printf("| %s + CG (%s Q, %s basis, %s, lambda %g, %d it.) | %.3f | %.3f | %.2f | %.3f | %.1f | %.1f |\n",
+        std::printf("| %s + CG (%s Q, %s basis, W %s, %s, lambda %g, %d it.) | %.3f | %.3f | %.2f | %.3f | %.1f | %.1f |\n",
                     exact ? "FHd" : "NUFFT", s.q == larmor::ToeplitzOptions::Method::Exact ? "exact" : "NUFFT",
-                    larmor::voxel_basis_name(s.basis),
+                    larmor::voxel_basis_name(s.basis), o.density ? "Pipe-Menon" : "none",
                     larmor::regularizer_name(s.regularizer), o.lambda, p.solver->iteration(), tq, tf,
                     1e3 * tcg / std::max(1, p.solver->iteration()), tf + tcg, 100 * q.error, q.psnr);
     }
