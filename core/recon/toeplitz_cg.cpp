@@ -25,6 +25,16 @@ const char* regularizer_name(ToeplitzCgSetup::Regularizer r) {
     return r == ToeplitzCgSetup::Regularizer::FiniteDifference ? "finite differences" : "identity";
 }
 
+ToeplitzOptions toeplitz_options(const ToeplitzCgSetup& setup) {
+    ToeplitzOptions to;
+    to.basis = setup.basis;
+    to.method = setup.q;
+    to.accurate_sincos = setup.accurate_sincos;
+    // Q by NUFFT at the tightest tolerance: its error is the normal operator's (README, "FHd + Toeplitz CG").
+    to.nufft_tolerance = 1e-6;
+    return to;
+}
+
 ToeplitzCg toeplitz_cg(const std::shared_ptr<Backend>& be, const Shape& image, const RArray& coords, const CArray& data,
                        const CArray& maps, const RArray& weights, const ToeplitzCgSetup& setup, CArray spectrum) {
     if (!be) throw std::invalid_argument("toeplitz_cg: null backend");
@@ -76,14 +86,7 @@ ToeplitzCg toeplitz_cg(const std::shared_ptr<Backend>& be, const Shape& image, c
     }
     LinOp wf = compose(diag(be, Shape{m, coils}, b.to_device(sqrt_w)), f);
     if (setup.normal == ToeplitzCgSetup::Normal::Toeplitz) {
-        if (spectrum.empty()) {
-            ToeplitzOptions to;
-            to.basis = setup.basis;
-            to.method = setup.q;
-            to.accurate_sincos = setup.accurate_sincos;
-            to.nufft_tolerance = std::max(1e-6, std::min(setup.nufft.tolerance, 1e-1));
-            spectrum = toeplitz_spectrum(be, image, kh, weights.empty() ? RArray() : wh, to);
-        }
+        if (spectrum.empty()) spectrum = toeplitz_spectrum(be, image, kh, weights.empty() ? RArray() : wh, toeplitz_options(setup));
         wf = with_normal(wf, toeplitz_normal(be, image, coils, spectrum));
     } else if (setup.adjoint == ToeplitzCgSetup::Adjoint::Exact) {
         // The pair must be the NUFFT's (the exact forward costs as much as FHd per iteration): E^H E by

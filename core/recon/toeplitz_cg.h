@@ -57,4 +57,7 @@ ToeplitzCg toeplitz_cg(const std::shared_ptr<Backend>& be, const Shape& image, c
 
 const char* regularizer_name(ToeplitzCgSetup::Regularizer r);
 
+// The options toeplitz_cg computes Q's spectrum with, for a caller that computes (and keeps) it itself.
+ToeplitzOptions toeplitz_options(const ToeplitzCgSetup& setup);
+
 }  // namespace larmor
