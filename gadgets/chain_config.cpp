@@ -166,9 +166,13 @@ config::Chain parse_text_format(const std::string& text, const std::string& orig
     ErrorCollector errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(text, strict.get())) throw ConfigError(origin + ": " + errors.text());
+    // The strict schema has the generated one's field numbers, so the only thing the binary round trip
+    // can refuse is a string that is not UTF-8: protobuf's text parser only logs it, its binary parser
+    // rejects it (found by fuzz_chain_config; tests/fuzz/corpus/chain_config/invalid_utf8_description).
     config::Chain chain;
     if (!chain.ParseFromString(strict->SerializeAsString()))
-        throw std::logic_error(origin + ": the chain parsed against the strict schema does not read back as a Chain");
+        throw ConfigError(origin + ": a string in the chain (its name, description or a text parameter) is not "
+                                   "valid UTF-8");
     return chain;
 }
 

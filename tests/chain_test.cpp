@@ -166,6 +166,18 @@ TEST(ChainConfig, EmptyChainAndEmptyGadgetAreRejected) {
     EXPECT_NE(error_of([] { parse_chain("gadget { name: \"lonely\" }"); }).find("lonely"), std::string::npos);
 }
 
+// Found by fuzz_chain_config: protobuf's text parser takes a string that is not UTF-8 (it only logs it),
+// the strict-schema round trip then cannot read it back; the user gets a ConfigError saying why.
+TEST(ChainConfig, AStringThatIsNotUtf8IsRefusedAsSuch) {
+    const std::string text = "description: \"caf\xc3\x28\" gadget { pass_through {} }";
+    try {
+        parse_chain(text, "inline");
+        FAIL() << "a chain with invalid UTF-8 was accepted";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+    }
+}
+
 TEST(ChainConfig, ConfigNamesStayInsideTheConfigDirectory) {
     for (const std::string bad : {"../etc/passwd", "a/b", "/etc/passwd", "..", ".hidden", "x\\y"}) {
         SCOPED_TRACE(bad);
