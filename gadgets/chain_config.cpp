@@ -168,7 +168,7 @@ config::Chain parse_text_format(const std::string& text, const std::string& orig
     if (!parser.ParseFromString(text, strict.get())) throw ConfigError(origin + ": " + errors.text());
     // The strict schema has the generated one's field numbers, so the only thing the binary round trip
     // can refuse is a string that is not UTF-8: protobuf's text parser only logs it, its binary parser
-    // rejects it (found by fuzz_chain_config; tests/fuzz/corpus/chain_config/invalid_utf8_description).
+    // rejects it (found by fuzz_chain_config; tests/corpus/chain_config/invalid_utf8_description).
     config::Chain chain;
     if (!chain.ParseFromString(strict->SerializeAsString()))
         throw ConfigError(origin + ": a string in the chain (its name, description or a text parameter) is not "
