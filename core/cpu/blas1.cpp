@@ -17,7 +17,6 @@ inline cfloat cmul(cfloat a, cfloat b) {
 }
 inline cfloat cmul(cfloat a, float b) { return {a.real() * b, a.imag() * b}; }
 inline float cmul(float a, float b) { return a * b; }
-inline cfloat cmul(float a, cfloat b) { return {a * b.real(), a * b.imag()}; }
 
 template <class T>
 T as(cfloat a);
