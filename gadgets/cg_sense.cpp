@@ -166,19 +166,7 @@ public:
     }
 
 private:
-    // Walsh's maps have unit norm wherever the calibration image has signal, so sum |s|^2 counts those
-    // pixels: zero or non-finite means the estimate collapsed, and CG would return zeros with residual 0.
-    void check_maps(const CArray& maps, const std::string& from) {
-        Backend& be = *backend_;
-        CArray n2 = be.empty({1});
-        be.norm2(maps, n2);
-        const double sum = be.to_host(n2).data()[0].real();
-        if (!(sum >= 1.0) || !std::isfinite(sum))
-            throw std::runtime_error("CgSense: the coil maps estimated from " + from + " collapsed: the sum of |s|^2 over " +
-                                     maps.shape().str() + " is " + std::to_string(sum) +
-                                     " where each pixel with signal contributes 1 (no signal in the calibration data, "
-                                     "non-finite samples, or calibration images that overflowed float)");
-    }
+    void check_maps(const CArray& maps, const std::string& from) { check_coil_maps(*backend_, maps, "CgSense", from); }
 
     // A solver that did nothing, or whose residual is not a number, produced no image worth the name:
     // it goes out marked as failed, and the error names the step and the values.

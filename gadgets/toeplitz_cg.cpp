@@ -21,6 +21,7 @@
 #include "gadgets/iterative/solver_loop.h"
 #include "gadgets/noncart/density_weights.h"
 #include "gadgets/noncart/nufft_plan_cache.h"
+#include "gadgets/sense/calibration.h"
 #include "gadgets/sense/noncartesian_sense.h"
 #include "gadgets/typed_gadget.h"
 
@@ -127,7 +128,7 @@ public:
             Shape ms = tb.image;
             ms.push_back(coils);
             maps = m4.reshaped(ms);
-            check_maps(maps);
+            check_coil_maps(be, maps, "ToeplitzCg", "the gridded k-space centre");
         }
 
         // Q depends on the trajectory, the grid, the weights and the basis: kept while they repeat.
@@ -190,19 +191,6 @@ public:
     }
 
 private:
-    // Walsh's maps have unit norm wherever the calibration image has signal (cg_sense.cpp says why this
-    // is the test of a collapsed estimate).
-    void check_maps(const CArray& maps) {
-        Backend& be = *backend_;
-        CArray n2 = be.empty({1});
-        be.norm2(maps, n2);
-        const double sum = be.to_host(n2).data()[0].real();
-        if (!(sum >= 1.0) || !std::isfinite(sum))
-            throw std::runtime_error("ToeplitzCg: the coil maps estimated from the k-space centre collapsed: the sum of "
-                                     "|s|^2 over " + maps.shape().str() + " is " + std::to_string(sum) +
-                                     " (no signal within calibration_radius, or non-finite samples)");
-    }
-
     Settings s_;
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;

@@ -147,6 +147,11 @@ double relative_error(const Image& got, const Image& ref, double scale) {
 struct ChainCase {
     const char* chain;
     Scan scan;
+    // The FHd chains run 60 unpreconditioned CG iterations, which amplify float rounding (which differs
+    // with a scale that is not a power of two) to 1.4e-4 .. 2.1e-4 on one scan and 6.6e-4 .. 3.2e-3 on
+    // another, with no trend in the scale (1e8 worst, measured 2026-11-28): a looser bound, still
+    // far below a wrong image (0.7 to 1.0).
+    double tolerance = 1e-4;
 };
 
 // Every shipped chain that makes images, on the scans it is for.
@@ -160,6 +165,8 @@ const ChainCase kCases[] = {
     {"cg_sense_radial", Scan::Spiral},        {"radial_realtime", Scan::Radial},
     {"radial_golden_computed", Scan::RadialNoTraj}, {"spiral_gridding", Scan::Spiral},
     {"radial3d_gridding", Scan::Radial3d},    {"ultrasound_planewave", Scan::Ultrasound},
+    {"fhd_cg_2d", Scan::Radial, 5e-3},        {"fhd_cg_2d", Scan::Spiral, 5e-3},
+    {"fhd_cg_3d", Scan::Radial3d, 5e-3},
 };
 
 constexpr double kScales[] = {1e-12, 1e8, 1e12, 1e14};
@@ -197,7 +204,7 @@ TEST_P(ScaleRobustness, EveryChainGivesTheSameImageAtEveryScale) {
             ASSERT_NO_THROW(got = run(c.chain, scaled(ds, scale), be));
             ASSERT_EQ(got.images.size(), ref.images.size());
             for (size_t i = 0; i < ref.images.size(); ++i)
-                EXPECT_LT(relative_error(got.images[i], ref.images[i], prewhitened ? 1.0 : scale), 1e-4) << "image " << i;
+                EXPECT_LT(relative_error(got.images[i], ref.images[i], prewhitened ? 1.0 : scale), c.tolerance) << "image " << i;
         }
     }
 }

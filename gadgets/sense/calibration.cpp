@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "gadgets/kernels/coil_combination.h"
 
@@ -81,6 +82,17 @@ CArray sense_maps(Backend& be, const CArray& calibration_images, int kernel, int
     CArray maps = be.empty(calibration_images.shape());
     kernels::walsh_sensitivities(be, calibration_images, kernel, stride, maps);
     return maps;
+}
+
+void check_coil_maps(Backend& be, const CArray& maps, const std::string& gadget, const std::string& from) {
+    CArray n2 = be.empty({1});
+    be.norm2(maps, n2);
+    const double sum = be.to_host(n2).data()[0].real();
+    if (!(sum >= 1.0) || !std::isfinite(sum))
+        throw std::runtime_error(gadget + ": the coil maps estimated from " + from + " collapsed: the sum of |s|^2 over " +
+                                 maps.shape().str() + " is " + std::to_string(sum) +
+                                 " where each pixel with signal contributes 1 (no signal in the calibration data, "
+                                 "non-finite samples, or calibration images that overflowed float)");
 }
 
 }  // namespace larmor

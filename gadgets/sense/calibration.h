@@ -38,4 +38,9 @@ CArray calibration_images(Backend& be, const CArray& kspace, const CalibrationRe
 // coil correlation over kernel x kernel pixels, computed every `stride` pixels and interpolated.
 CArray sense_maps(Backend& be, const CArray& calibration_images, int kernel, int stride);
 
+// Walsh's maps have unit norm wherever the calibration image has signal, so sum |s|^2 counts those
+// pixels: below 1 or non-finite means the estimate collapsed (a solver would return zeros with residual
+// 0). Throws std::runtime_error "<gadget>: the coil maps estimated from <from> collapsed ...".
+void check_coil_maps(Backend& be, const CArray& maps, const std::string& gadget, const std::string& from);
+
 }  // namespace larmor
