@@ -31,8 +31,8 @@ struct ClientRun : ProcessResult {
 // Runs a client with `args` (HDF5 file locking off, so parallel tests may read one file). Both clients
 // have a connect race (../shared/tools/gadgetron-client/README.md): now and then one misses its own
 // "connected" signal, waits its 10 s connect timeout and fails, more often on a loaded machine. A run
-// that took at least that long (every run of the tests takes far less otherwise) is run again, up to
-// three times.
+// that took at least that long and failed or wrote no output file (a slow server's good run writes
+// one) is run again, up to three times.
 ClientRun run_gadgetron_client(const std::string& binary, const std::vector<std::string>& args,
                                std::chrono::seconds timeout = std::chrono::seconds(300));
 
