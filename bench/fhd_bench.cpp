@@ -23,7 +23,11 @@
 #include "core/backend.h"
 #include "core/iter/cg.h"
 #include "core/linops/algebra.h"
+#include "core/linops/diag.h"
 #include "core/linops/nudft.h"
+#include "core/linops/nudft_kernels.h"
+#include "core/linops/nufft.h"
+#include "core/linops/sense.h"
 #include "core/linops/toeplitz.h"
 
 #ifdef LARMOR_WITH_CUDA
@@ -169,6 +173,53 @@ BENCHMARK(BM_FhdGpu)
     ->Iterations(5)
     ->Unit(benchmark::kMillisecond);
 
+// The tuning run of the adjoint kernel's launch shape (cuda/nudft.cu): every compiled shape, threads per
+// block x voxels per thread, on the seeds' 3D problem and on 2D multi-coil data, the raw kernel (the
+// operator adds only per-sample weights). The fastest across cases is NudftAdjointLaunch's default.
+void BM_FhdGpuLaunch(benchmark::State& state) {
+    gpu_case(state, [&] {
+        const int dims = int(state.range(0));
+        const size_t n = size_t(state.range(1)), spokes = size_t(state.range(2)), samples = size_t(state.range(3));
+        const size_t batch = size_t(state.range(4));
+        const larmor::cuda::NudftAdjointLaunch launch{int(state.range(5)), int(state.range(6))};
+        auto gpu = larmor::make_cuda_backend();
+        larmor::NudftGeometry g;
+        g.dims = dims;
+        for (int a = 0; a < dims; ++a) g.extent[a] = g.image[a] = n;
+        g.batch = batch;
+        g.points = spokes * samples;
+        const RArray k = gpu->to_device(kooshball(dims, n, spokes, samples));
+        CArray h = gpu->host_staging({g.points, batch});
+        fill(h.data(), h.size());
+        CArray d = gpu->to_device(h), x = gpu->empty({g.voxels(), batch});
+        larmor::bench::Events ev;
+        const cudaStream_t stream = larmor::cuda::backend_stream(*gpu);
+        auto run = [&] {
+            for (int i = 0; i < kBatch; ++i) larmor::cuda::nudft_adjoint(*gpu, k, d, x, g, launch);
+        };
+        ev.time(stream, run, nullptr, false, kBatch);
+        ev.time(stream, run, nullptr, true, kBatch);
+        double seconds = 0;
+        for (auto _ : state) {
+            const double t = ev.time(stream, run, nullptr, true, kBatch);
+            state.SetIterationTime(t);
+            seconds += t;
+        }
+        Case c{dims, n, spokes, samples * batch, false};
+        set_counters(state, c, seconds / double(state.iterations()));
+        state.SetLabel(std::to_string(launch.rows) + " threads x " + std::to_string(launch.voxels) + " voxels");
+    });
+}
+void launch_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"dims", "n", "spokes", "samples", "batch", "rows", "voxels"});
+    for (const auto& l : larmor::cuda::nudft_adjoint_launches()) {
+        b->Args({3, 128, 1617, 176, 1, l.rows, l.voxels});
+        b->Args({2, 256, 402, 512, 8, l.rows, l.voxels});
+        b->Args({2, 128, 128, 256, 1, l.rows, l.voxels});
+    }
+}
+BENCHMARK(BM_FhdGpuLaunch)->Apply(launch_shapes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+
 // Q on the 2N grid (8x the voxels of FHd in 3D), exact and by NUFFT at 1e-6, wall clock per call.
 void BM_ToeplitzKernelGpu(benchmark::State& state) {
     gpu_case(state, [&] {
@@ -235,6 +286,65 @@ BENCHMARK(BM_ToeplitzCgIterationGpu)
     ->ArgNames({"dims", "n", "spokes", "samples", "accurate"})
     ->Args({3, 128, 1617, 176, 0})
     ->Args({2, 256, 402, 512, 0})
+    ->UseManualTime()
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+
+// The radial CG-SENSE iteration of cg_sense_radial (E = W^1/2 F_nu S, NUFFT at 1e-3, sigma 2) with F^H W F
+// by the NUFFT pair (toeplitz 0) or the Toeplitz embedding (toeplitz 1), side by side in one run: CG on
+// (E^H E + lambda I) x = E^H y, timed over 20 iterations (the normal, S and S^H, the vector updates).
+void BM_RadialSenseIterationGpu(benchmark::State& state) {
+    gpu_case(state, [&] {
+        const int dims = int(state.range(0));
+        const size_t n = size_t(state.range(1)), coils = size_t(state.range(2)), spokes = size_t(state.range(3)),
+                     samples = size_t(state.range(4));
+        const bool toeplitz = state.range(5) != 0;
+        auto gpu = larmor::make_cuda_backend();
+        const Shape image = cube(dims, n);
+        const RArray k = kooshball(dims, n, spokes, samples);
+        const size_t m = k.shape()[1];
+        auto plan = larmor::Nufft::create(gpu, image, coils, k, {});
+        Shape ms = image;
+        ms.push_back(coils);
+        CArray maps = gpu->host_staging(ms);
+        fill(maps.data(), maps.size());
+        RArray w = RArray::host({m});
+        for (size_t i = 0; i < m; ++i) w.data()[i] = 1.f + float(i % 7) * 0.1f;  // density-like, not uniform
+        larmor::LinOp wf = larmor::compose(larmor::diag(gpu, Shape{m, coils}, gpu->to_device(w)), plan);
+        if (toeplitz) {
+            RArray w2 = RArray::host({m});  // w is W^1/2 in E; Q's spectrum takes W = w^2
+            for (size_t i = 0; i < m; ++i) w2.data()[i] = w.data()[i] * w.data()[i];
+            wf = larmor::with_normal(wf, larmor::toeplitz_normal(gpu, image, coils, larmor::toeplitz_spectrum(gpu, image, k, w2)));
+        }
+        larmor::LinOp e = larmor::compose(wf, larmor::sense(gpu, gpu->to_device(maps)));
+        auto nrm = larmor::sum(larmor::normal(e), larmor::scale(0.01f, larmor::identity(gpu, image)));
+        CArray h = gpu->host_staging(image);
+        fill(h.data(), h.size());
+        const CArray b = gpu->to_device(h);
+        constexpr int kIters = 20;
+        auto solve = [&] {
+            larmor::ConjugateGradient cg(nrm, b, gpu->zeros(image), {kIters, 0.0});
+            while (!cg.done()) cg.update();
+        };
+        solve();
+        gpu->synchronize();
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            solve();
+            gpu->synchronize();
+            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kIters);
+        }
+        state.SetLabel(toeplitz ? "Toeplitz" : "NUFFT pair");
+    });
+}
+BENCHMARK(BM_RadialSenseIterationGpu)
+    ->ArgNames({"dims", "n", "coils", "spokes", "samples", "toeplitz"})
+    ->Args({2, 256, 8, 402, 512, 0})
+    ->Args({2, 256, 8, 402, 512, 1})
+    ->Args({2, 256, 32, 402, 512, 0})
+    ->Args({2, 256, 32, 402, 512, 1})
+    ->Args({3, 64, 8, 2000, 128, 0})
+    ->Args({3, 64, 8, 2000, 128, 1})
     ->UseManualTime()
     ->Iterations(5)
     ->Unit(benchmark::kMillisecond);

@@ -15,7 +15,11 @@
 // right-hand side S^H F^H W d), CG per iteration, and the total of FHd + CG with Q cached (what a repeated
 // protocol costs). Usage:
 //   fhd_seeds [--backend cuda|cpu] [--n 128] [--spokes 1617] [--samples 88] [--snr 0] [--iterations 60]
-//             [--lambda 0.01] [--regularizer identity|fd] [--q exact|nufft] [--basis dirac|box] [--discrete 0|1]
+//             [--lambda 0.01] [--regularizer identity|fd|anatomical] [--q exact|nufft] [--basis dirac|box] [--discrete 0|1]
+//             [--reference truth|gridding] [--edge-threshold 0.05]
+// --regularizer anatomical: finite differences not penalised across the edges of a reference image
+// (core/recon/anatomical_weights.h; Haldar et al. 2008): --reference truth is a separate anatomical scan of the
+// same object (modelled noiseless, on the same grid), --reference gridding the data's own gridding image.
 // --density pipe-menon: W = Pipe-Menon weights in the data term of both CG reconstructions (a
 // weighted least-squares problem that CG solves in far fewer iterations); default none (W = I).
 // --discrete 1: the data are the exact DFT of the voxel truth itself (no detail beyond the matrix),
@@ -33,6 +37,7 @@
 #include "core/backend.h"
 #include "core/linops/nudft.h"
 #include "core/linops/nufft.h"
+#include "core/recon/anatomical_weights.h"
 #include "core/recon/pipe_menon_density.h"
 #include "core/recon/toeplitz_cg.h"
 #include "tools/phantom/phantom.h"
@@ -46,9 +51,9 @@ using Clock = std::chrono::steady_clock;
 namespace phantom = larmor::phantom;
 
 struct Options {
-    std::string backend = "cuda", regularizer = "identity", q = "exact", basis = "dirac";
+    std::string backend = "cuda", regularizer = "identity", q = "exact", basis = "dirac", reference = "truth";
     int n = 128, spokes = 1617, samples = 88, iterations = 60;
-    double snr = 0.0, lambda = 0.01;
+    double snr = 0.0, lambda = 0.01, edge_threshold = 0.05;
     bool discrete = false, density = false, exact = true;
 };
 
@@ -71,10 +76,14 @@ Options parse(int argc, char** argv) {
         else if (a == "--discrete") o.discrete = v == "1";
         else if (a == "--density") o.density = v == "pipe-menon";
         else if (a == "--exact") o.exact = v == "1";
+        else if (a == "--reference") o.reference = v;
+        else if (a == "--edge-threshold") o.edge_threshold = std::stod(v);
         else throw std::invalid_argument("unknown option " + a);
     }
     if (o.backend != "cuda" && o.backend != "cpu") throw std::invalid_argument("--backend " + o.backend);
-    if (o.regularizer != "identity" && o.regularizer != "fd") throw std::invalid_argument("--regularizer " + o.regularizer);
+    if (o.regularizer != "identity" && o.regularizer != "fd" && o.regularizer != "anatomical")
+        throw std::invalid_argument("--regularizer " + o.regularizer);
+    if (o.reference != "truth" && o.reference != "gridding") throw std::invalid_argument("--reference " + o.reference);
     if (o.q != "exact" && o.q != "nufft") throw std::invalid_argument("--q " + o.q);
     if (o.basis != "dirac" && o.basis != "box") throw std::invalid_argument("--basis " + o.basis);
     return o;
@@ -181,6 +190,8 @@ int main(int argc, char** argv) try {
 
     // Gridding: the NUFFT adjoint of Pipe-Menon-weighted data.
     const RArray w = larmor::pipe_menon_density(be, image, coords);
+    RArray reference = RArray::host(image);  // the anatomical regulariser's reference image
+    for (size_t i = 0; i < truth.size(); ++i) reference.data()[i] = float(truth[i]);
     {
         const auto t0 = Clock::now();
         auto nu = larmor::Nufft::create(be, image, 1, coords);
@@ -191,6 +202,10 @@ int main(int argc, char** argv) try {
         const double t = seconds_since(t0);
         const Quality q = quality(*be, x, truth);
         std::printf("| gridding (Pipe-Menon, NUFFT 1e-3) | | %.3f | | | %.1f | %.1f |\n", t, 100 * q.error, q.psnr);
+        if (o.reference == "gridding") {
+            const CArray xh = be->to_host(x);
+            for (size_t i = 0; i < reference.size(); ++i) reference.data()[i] = std::abs(xh.data()[i]);
+        }
     }
 
     for (const bool exact : {true, false}) {
@@ -200,8 +215,14 @@ int main(int argc, char** argv) try {
         s.adjoint = exact ? larmor::ToeplitzCgSetup::Adjoint::Exact : larmor::ToeplitzCgSetup::Adjoint::Nufft;
         s.q = (exact && o.q == "exact") ? larmor::ToeplitzOptions::Method::Exact : larmor::ToeplitzOptions::Method::Nufft;
         s.nufft.tolerance = exact ? 1e-6 : 1e-3;
-        s.regularizer = o.regularizer == "fd" ? larmor::ToeplitzCgSetup::Regularizer::FiniteDifference
-                                              : larmor::ToeplitzCgSetup::Regularizer::Identity;
+        s.regularizer = o.regularizer == "fd"           ? larmor::ToeplitzCgSetup::Regularizer::FiniteDifference
+                        : o.regularizer == "anatomical" ? larmor::ToeplitzCgSetup::Regularizer::AnatomicalFiniteDifference
+                                                        : larmor::ToeplitzCgSetup::Regularizer::Identity;
+        if (o.regularizer == "anatomical") {
+            s.edge_weights = larmor::anatomical_edge_weights(reference, float(o.edge_threshold));
+            std::printf("anatomical reference: %s, edge threshold %g: %.1f %% of the differences unpenalised\n",
+                        o.reference.c_str(), o.edge_threshold, 100 * larmor::edge_fraction(s.edge_weights));
+        }
         s.lambda = float(o.lambda);
         s.cg = {o.iterations, 0.0};
         // Q once (a repeated protocol has it cached), then the reconstruction with it.

@@ -30,8 +30,10 @@
 namespace larmor::cuda {
 namespace {
 
-constexpr int kRows = 128;    // threads per adjoint block = samples per tile
-constexpr int kV = 8;         // voxels in x per adjoint thread
+// The adjoint's launch shapes (NudftAdjointLaunch): threads per block x voxels per thread. The tuning
+// run times every one with fast sines; accurate sines are compiled for the default only.
+constexpr int kTunedRows[] = {64, 128, 256};
+constexpr int kTunedV[] = {4, 8, 16};
 constexpr int kFwdThreads = 128;
 constexpr int kFwdTile = 256; // voxels of a row per forward tile
 constexpr int kReseed = 32;
@@ -89,7 +91,7 @@ __device__ __forceinline__ float2 unit(float t, float sign) {
     return make_float2(c, sign * s);
 }
 
-template <bool Accurate>
+template <bool Accurate, int kRows, int kV>
 __global__ void __launch_bounds__(kRows) adjoint_kernel(const float2* __restrict__ u, const float2* __restrict__ d,
                                                         float2* __restrict__ out, Geo g, long long per_split,
                                                         int splits, long long out_stride) {
@@ -241,8 +243,53 @@ std::string describe(const NudftGeometry& g) {
 
 }  // namespace
 
-void nudft_adjoint(Backend& be, const RArray& coords, const CArray& samples, CArray& image, const NudftGeometry& g) {
+namespace {
+
+using AdjointKernel = void (*)(const float2*, const float2*, float2*, Geo, long long, int, long long);
+
+template <int R, int V>
+AdjointKernel fast_kernel_if(int rows, int v, AdjointKernel found) {
+    return found ? found : (rows == R && v == V ? adjoint_kernel<false, R, V> : nullptr);
+}
+
+template <int R>
+AdjointKernel fast_kernel_rows(int rows, int v, AdjointKernel found) {
+    found = fast_kernel_if<R, kTunedV[0]>(rows, v, found);
+    found = fast_kernel_if<R, kTunedV[1]>(rows, v, found);
+    return fast_kernel_if<R, kTunedV[2]>(rows, v, found);
+}
+
+AdjointKernel adjoint_kernel_for(bool accurate, NudftAdjointLaunch l) {
+    constexpr NudftAdjointLaunch kDefault{};
+    if (accurate) {
+        if (l.rows != kDefault.rows || l.voxels != kDefault.voxels)
+            throw std::invalid_argument("nudft_adjoint: accurate sines are compiled for the default launch " +
+                                        std::to_string(kDefault.rows) + " x " + std::to_string(kDefault.voxels) + " only");
+        return adjoint_kernel<true, kDefault.rows, kDefault.voxels>;
+    }
+    AdjointKernel k = fast_kernel_rows<kTunedRows[0]>(l.rows, l.voxels, nullptr);
+    k = fast_kernel_rows<kTunedRows[1]>(l.rows, l.voxels, k);
+    k = fast_kernel_rows<kTunedRows[2]>(l.rows, l.voxels, k);
+    if (!k)
+        throw std::invalid_argument("nudft_adjoint: no kernel compiled for " + std::to_string(l.rows) + " threads x " +
+                                    std::to_string(l.voxels) + " voxels");
+    return k;
+}
+
+}  // namespace
+
+std::vector<NudftAdjointLaunch> nudft_adjoint_launches() {
+    std::vector<NudftAdjointLaunch> out;
+    for (int r : kTunedRows)
+        for (int v : kTunedV) out.push_back({r, v});
+    return out;
+}
+
+void nudft_adjoint(Backend& be, const RArray& coords, const CArray& samples, CArray& image, const NudftGeometry& g,
+                   NudftAdjointLaunch launch) {
     check(g, coords, samples, image, "nudft_adjoint");
+    const AdjointKernel kernel = adjoint_kernel_for(g.accurate, launch);
+    const long long kRows = launch.rows, kV = launch.voxels;
     DeviceGuard guard(backend_device(be));
     const CArray u = split_coords(be, coords, g);
     const long long nx = static_cast<long long>(g.extent[0]), rows = static_cast<long long>(g.extent[1] * g.extent[2]);
@@ -250,7 +297,7 @@ void nudft_adjoint(Backend& be, const RArray& coords, const CArray& samples, CAr
     const long long base = xblocks * rblocks * static_cast<long long>(g.batch);
     // Split the samples until there are about 1024 blocks (8 per SM on an H100), keeping at least
     // 8 tiles per block so the tiles' set-up stays small beside their sums.
-    constexpr long long kTargetBlocks = 1024, kMinPerSplit = 8 * kRows;
+    const long long kTargetBlocks = 1024, kMinPerSplit = 8 * kRows;
     const long long m = static_cast<long long>(g.points);
     long long splits = std::max(1LL, std::min((kTargetBlocks + base - 1) / base, (m + kMinPerSplit - 1) / kMinPerSplit));
     splits = std::min(splits, 65535LL / static_cast<long long>(g.batch));
@@ -266,8 +313,7 @@ void nudft_adjoint(Backend& be, const RArray& coords, const CArray& samples, CAr
     const dim3 grid(static_cast<unsigned>(xblocks), static_cast<unsigned>(rblocks),
                     static_cast<unsigned>(splits * static_cast<long long>(g.batch)));
     if (rblocks > 65535) throw std::invalid_argument("nudft_adjoint: too many voxel rows for one launch: " + describe(g));
-    auto kernel = g.accurate ? adjoint_kernel<true> : adjoint_kernel<false>;
-    kernel<<<grid, kRows, 0, backend_stream(be)>>>(reinterpret_cast<const float2*>(u.data()),
+    kernel<<<grid, static_cast<unsigned>(kRows), 0, backend_stream(be)>>>(reinterpret_cast<const float2*>(u.data()),
                                                    reinterpret_cast<const float2*>(samples.data()), target, geo_of(g),
                                                    per_split, static_cast<int>(splits), n);
     LARMOR_CUDA_LAUNCH_CHECK("nudft adjoint_kernel", describe(g));

@@ -18,6 +18,7 @@
 #include "gadgets/iterative/solver_loop.h"
 #include "gadgets/recon_grid.h"
 #include "gadgets/noncart/density_weights.h"
+#include "gadgets/noncart/normal_operator.h"
 #include "gadgets/noncart/nufft_plan_cache.h"
 #include "gadgets/sense/calibration.h"
 #include "gadgets/sense/cartesian_sense.h"
@@ -45,6 +46,7 @@ struct Settings {
     float calibration_radius;
     DensityRequest density;
     NufftOptions nufft;
+    config::CgSense::NormalOperator normal = config::CgSense::NORMAL_AUTO;
 };
 
 Settings settings_of(const config::CgSense& c) {
@@ -56,6 +58,7 @@ Settings settings_of(const config::CgSense& c) {
     s.calibration_radius = c.calibration_radius() == 0.f ? 12.f : c.calibration_radius();
     s.density.method = c.density();
     s.density.tolerance = s.nufft.tolerance;
+    s.normal = c.normal();
     if (!(s.calibration_radius >= 2.f && s.calibration_radius <= 1024.f))
         throw ConfigError("CgSense: calibration_radius " + std::to_string(c.calibration_radius()) +
                           " is outside 2..1024 cycles per FOV");
@@ -68,19 +71,27 @@ Settings settings_of(const config::CgSense& c) {
 
 class CgSenseGadget final : public TypedGadget<ReconBuffer, TrajectoryBuffer> {
 public:
-    explicit CgSenseGadget(const config::CgSense& cfg) : s_(settings_of(cfg)) {}
+    explicit CgSenseGadget(const config::CgSense& cfg) : s_(settings_of(cfg)), normal_(s_.normal) {}
 
     // Coil-sized arrays held at once: merged data, the extra ACS copy, the maps, their calibration
     // images (two), the normal operator's two workspaces and the right-hand side's: 8; plus the CG
     // vectors (x, r, p, Ap and the image), image-sized.
+    // Non-Cartesian data with the Toeplitz normal (or AUTO, which may pick it): its two work arrays on the
+    // 2N grid (2 x 2^d coil images; counted as k-space, which the readout oversampling makes larger).
     uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override {
-        return saturating_add(declared_kspace_bytes(h, 8), declared_image_bytes(h, 5));
+        const uint64_t base = saturating_add(declared_kspace_bytes(h, 8), declared_image_bytes(h, 5));
+        const bool noncartesian =
+            !h.encoding.empty() && h.encoding[0].trajectory != ISMRMRD::TrajectoryType::CARTESIAN;
+        if (!noncartesian || s_.normal == config::CgSense::NORMAL_NUFFT_PAIR) return base;
+        const bool three_d = h.encoding[0].encodedSpace.matrixSize.z > 1;
+        return saturating_add(base, declared_kspace_bytes(h, three_d ? 16 : 8));
     }
 
     void start(const SessionContext& ctx) override {
         backend_ = ctx.backend;
         chain_ = ctx.chain_name;
         session_ = ctx.session_id;
+        cache_ = &precompute_cache(ctx);
         if (!backend_) throw std::runtime_error("CgSense: the session has no backend");
     }
 
@@ -93,13 +104,17 @@ public:
         const size_t m = ds[0] * ds[1], coils = ds[2];
         const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
         std::shared_ptr<Nufft> plan = plans_.get(backend_, tb.image, coils, coords, s_.nufft);
-        const RArray weights = be.to_device(density_weights(backend_, tb, s_.density)->reshaped({m}));
+        const std::shared_ptr<const RArray> w = density_weights(backend_, tb, s_.density);
+        const RArray weights = be.to_device(w->reshaped({m}));
+        const NormalDecision normal =
+            normal_.choose(*cache_, backend_, tb, coords, plan, w->reshaped({m}), s_.nufft, s_.solver.iterations);
         NoncartesianSenseSetup setup;
         setup.calibration_radius = s_.calibration_radius;
         setup.map_kernel = s_.map_kernel;
         setup.map_stride = s_.map_stride;
         setup.lambda = s_.solver.lambda;
         setup.cg = s_.solver.cg();
+        setup.toeplitz_spectrum = normal.spectrum;
         NoncartesianSense p = noncartesian_sense(backend_, tb, plan, weights, setup);
         check_maps(p.maps, "the gridded k-space centre");
         ResidualAlgRef<ConjugateGradient> cg(*p.solver);
@@ -117,10 +132,11 @@ public:
         img.meta.set("LarmorTrajectory", tb.trajectory.c_str());
         img.meta.set("LarmorDensityCompensation", density_name(s_.density.method));
         img.meta.set("LarmorNufftTolerance", s_.nufft.tolerance);
+        img.meta.set("CgSenseNormal", normal.description.c_str());
         spdlog::info("[{}] CgSense: {} readouts x {} samples x {} coils ({}) -> {} in {} iterations, residual "
-                     "{:.3e}, {:.1f} ms",
+                     "{:.3e}, {:.1f} ms; F^H W F: {}",
                      session_, ds[1], ds[0], coils, tb.trajectory, img.data.shape().str(), cg.iteration(),
-                     cg.residual(), milliseconds_since(t0));
+                     cg.residual(), milliseconds_since(t0), normal.description);
         emit_checked(std::move(img), cg, deadline_hit, out);
     }
 
@@ -211,6 +227,8 @@ private:
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;
     NufftPlanCache plans_;
+    NormalOperatorChoice normal_;
+    PrecomputeCache* cache_ = nullptr;
     uint16_t image_index_ = 0;
 };
 

@@ -17,6 +17,7 @@
 namespace larmor {
 
 class NoiseDependencyStore;  // gadgets/noise_dependency_store.h
+class PrecomputeCache;       // gadgets/precompute_cache.h
 
 // What every gadget of a session shares, fixed when the ISMRMRD header arrives.
 struct SessionContext {
@@ -29,6 +30,9 @@ struct SessionContext {
     std::shared_ptr<const NoiseDependencyStore> dependencies;
     // Where gadgets record what became of each acquisition they consume (acquisition_ledger.h).
     std::shared_ptr<AcquisitionLedger> ledger = std::make_shared<AcquisitionLedger>();
+    // The server's store of trajectory set-up shared by sessions (precompute_cache.h); null: the
+    // process's default (tests, tools).
+    std::shared_ptr<PrecomputeCache> precompute;
 };
 
 // Where a gadget sends its output. Blocks when the next stage's queue is full (backpressure).

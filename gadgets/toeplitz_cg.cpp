@@ -2,23 +2,30 @@
 // al., J. Parallel Distrib. Comput. 68:1307, 2008): CG on (S^H F^H W F S + lambda R^H R) rho =
 // S^H F^H W d with FHd exact and F^H W F as a Toeplitz convolution (core/recon/toeplitz_cg.h). The
 // gadget adapts the stream: coordinates and data of a trajectory buffer, density weights when asked,
-// coil maps for multi-coil data, Q kept while the trajectory repeats, the shared solver loop
-// (progress, deadline, the solver's record in the meta) and the image header.
+// coil maps for multi-coil data, Q kept while the trajectory repeats, the anatomical reference (an
+// image the client sent, or the data's gridding image), the shared solver loop (progress, deadline,
+// the solver's record in the meta) and the image header.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
-#include "core/trajectory/trajectory.h"
+#include "core/linops/sense.h"
+#include "core/recon/anatomical_weights.h"
 #include "core/recon/toeplitz_cg.h"
+#include "core/trajectory/trajectory.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
+#include "gadgets/image_magnitude.h"
 #include "gadgets/iterative/settings.h"
 #include "gadgets/iterative/solver_loop.h"
+#include "gadgets/noncart/cached_toeplitz.h"
 #include "gadgets/noncart/density_weights.h"
 #include "gadgets/noncart/nufft_plan_cache.h"
 #include "gadgets/sense/calibration.h"
@@ -42,6 +49,8 @@ struct Settings {
     DensityRequest density;
     float calibration_radius = 12.f;
     int map_kernel = 7, map_stride = 7;
+    bool reference_from_stream = false;  // REGULARIZER_ANATOMICAL: a sent image, else the gridding image
+    float edge_threshold = 0.05f;
 };
 
 Settings settings_of(const config::ToeplitzCg& c) {
@@ -55,9 +64,20 @@ Settings settings_of(const config::ToeplitzCg& c) {
                                                                   : ToeplitzCgSetup::Adjoint::Exact;
     s.setup.normal = c.normal() == config::ToeplitzCg::NORMAL_NUFFT_PAIR ? ToeplitzCgSetup::Normal::NufftPair
                                                                         : ToeplitzCgSetup::Normal::Toeplitz;
-    s.setup.regularizer = c.regularizer() == config::ToeplitzCg::REGULARIZER_FINITE_DIFFERENCES
-                              ? ToeplitzCgSetup::Regularizer::FiniteDifference
-                              : ToeplitzCgSetup::Regularizer::Identity;
+    switch (c.regularizer()) {
+        case config::ToeplitzCg::REGULARIZER_FINITE_DIFFERENCES:
+            s.setup.regularizer = ToeplitzCgSetup::Regularizer::FiniteDifference;
+            break;
+        case config::ToeplitzCg::REGULARIZER_ANATOMICAL:
+            s.setup.regularizer = ToeplitzCgSetup::Regularizer::AnatomicalFiniteDifference;
+            break;
+        default: s.setup.regularizer = ToeplitzCgSetup::Regularizer::Identity;
+    }
+    s.reference_from_stream = c.anatomical_reference() == config::ToeplitzCg::REFERENCE_STREAM;
+    s.edge_threshold = c.edge_threshold() == 0.f ? 0.05f : c.edge_threshold();
+    if (!(s.edge_threshold > 0.f && s.edge_threshold < 1.f))
+        throw ConfigError("ToeplitzCg: edge_threshold " + std::to_string(c.edge_threshold()) +
+                          " is outside (0, 1) (a fraction of the reference's maximum; 0 = 0.05)");
     s.setup.accurate_sincos = c.accurate_sincos();
     s.setup.nufft = s.nufft;
     s.setup.lambda = s.solver.lambda;
@@ -80,7 +100,7 @@ Settings settings_of(const config::ToeplitzCg& c) {
 
 const char* kernel_name(ToeplitzOptions::Method m) { return m == ToeplitzOptions::Method::Exact ? "exact" : "NUFFT 1e-6"; }
 
-class ToeplitzCgGadget final : public TypedGadget<TrajectoryBuffer> {
+class ToeplitzCgGadget final : public TypedGadget<TrajectoryBuffer, Image> {
 public:
     explicit ToeplitzCgGadget(const config::ToeplitzCg& cfg) : s_(settings_of(cfg)) {}
 
@@ -97,7 +117,26 @@ public:
         backend_ = ctx.backend;
         chain_ = ctx.chain_name;
         session_ = ctx.session_id;
+        cache_ = &precompute_cache(ctx);
         if (!backend_) throw std::runtime_error("ToeplitzCg: the session has no backend");
+    }
+
+    // An image the client sent: the anatomical reference when the chain asks for one from the stream
+    // (the last one counts), otherwise passed on as it came.
+    void process(Image& image, Emitter& out) override {
+        if (!anatomical() || !s_.reference_from_stream) {
+            out.emit(Message(std::move(image)));
+            return;
+        }
+        const auto& m = image.head.matrix_size;
+        reference_shape_ = m[2] > 1 ? Shape{m[0], m[1], m[2]} : Shape{m[0], m[1]};
+        try {
+            reference_ = image_magnitude(image);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(std::string("ToeplitzCg: the anatomical reference image: ") + e.what());
+        }
+        spdlog::info("[{}] ToeplitzCg: anatomical reference image {} received (series {}, index {})", session_,
+                     reference_shape_.str(), image.head.image_series_index, image.head.image_index);
     }
 
     void process(TrajectoryBuffer& tb, Emitter& out) override {
@@ -118,9 +157,9 @@ public:
         const RArray weights = w ? w->reshaped({m}) : RArray();
 
         CArray maps;
+        DensityRequest cal = s_.density;
+        if (cal.method == config::DENSITY_NONE) cal.method = config::DENSITY_PIPE_MENON;  // a fair low-res image
         if (coils > 1) {
-            DensityRequest cal = s_.density;
-            if (cal.method == config::DENSITY_NONE) cal.method = config::DENSITY_PIPE_MENON;  // a fair low-res image
             const auto cw = density_weights(backend_, tb, cal);
             Nufft& plan = *plans_.get(backend_, tb.image, coils, coords, s_.nufft);
             const CArray m4 = noncartesian_coil_maps(backend_, tb, plan, cw->reshaped({m}), s_.calibration_radius,
@@ -130,28 +169,24 @@ public:
             maps = m4.reshaped(ms);
             check_coil_maps(be, maps, "ToeplitzCg", "the gridded k-space centre");
         }
+        if (anatomical()) setup.edge_weights = edge_weights(tb, coords, maps, cal);
 
-        // Q depends on the trajectory, the grid, the weights and the basis: kept while they repeat.
-        const uint64_t hash = trajectory::trajectory_hash(coords, tb.image);
+        // The stages are timed apart (the log says each): Q is paid once per trajectory and server (the
+        // precompute cache keeps it for every later session), the rest per buffer.
         const bool toeplitz = setup.normal == ToeplitzCgSetup::Normal::Toeplitz;
-        CArray spectrum;
-        if (toeplitz && hash == q_hash_ && w == q_weights_ && setup.q == q_method_) spectrum = q_;
-        const bool q_reused = !spectrum.empty();
-        // The stages are timed apart (the log says each): Q is paid once per trajectory, the rest per buffer.
         be.synchronize();
         const double prep_ms = milliseconds_since(t0);
-        auto t = std::chrono::steady_clock::now();
+        CArray spectrum;
         double q_ms = 0;
-        if (toeplitz && !q_reused) {
-            spectrum = toeplitz_spectrum(backend_, tb.image, coords, weights, toeplitz_options(setup));
-            be.synchronize();
-            q_ms = milliseconds_since(t);
-            q_ = spectrum;
-            q_hash_ = hash;
-            q_weights_ = w;
-            q_method_ = setup.q;
+        const char* q_source = "not used";
+        if (toeplitz) {
+            const CachedSpectrum q =
+                cached_toeplitz_spectrum(*cache_, backend_, tb.image, coords, weights, toeplitz_options(setup));
+            spectrum = q.spectrum;
+            q_ms = 1e3 * q.seconds;
+            q_source = PrecomputeCache::source_name(q.source);
         }
-        t = std::chrono::steady_clock::now();
+        auto t = std::chrono::steady_clock::now();
         ToeplitzCg p = toeplitz_cg(backend_, tb.image, coords, tb.data.reshaped({m, coils}), maps, weights, setup, spectrum);
         be.synchronize();
         const double rhs_ms = milliseconds_since(t);
@@ -175,9 +210,15 @@ public:
         record_solver_meta(meta, "ToeplitzCg", solver, s_.solver, stopped);
         meta.set("ToeplitzCgLambdaAbsolute", p.lambda_absolute);
         meta.set("ToeplitzCgRegularizer", regularizer_name(setup.regularizer));
+        if (anatomical()) {
+            meta.set("ToeplitzCgAnatomicalReference", s_.reference_from_stream ? "image from the stream" : "gridding");
+            meta.set("ToeplitzCgEdgeThreshold", double(s_.edge_threshold));
+            meta.set("ToeplitzCgUnpenalisedDifferences", edge_fraction(setup.edge_weights));
+        }
         meta.set("ToeplitzCgVoxelBasis", voxel_basis_name(setup.basis));
         meta.set("ToeplitzCgAdjoint", setup.adjoint == ToeplitzCgSetup::Adjoint::Exact ? "exact NUDFT (FHd)" : "NUFFT");
         meta.set("ToeplitzCgNormal", toeplitz ? (std::string("Toeplitz, Q ") + kernel_name(setup.q)).c_str() : "NUFFT pair");
+        meta.set("ToeplitzCgQ", q_source);
         meta.set("ToeplitzCgCoils", static_cast<long>(coils));
         meta.set("LarmorTrajectory", tb.trajectory.c_str());
         meta.set("LarmorDensityCompensation", density_name(s_.density.method));
@@ -186,20 +227,62 @@ public:
                      "{:.3e}, {:.1f} ms: weights and maps {:.1f} ms, Q {} {:.1f} ms, F^H d {:.1f} ms, CG {:.1f} ms",
                      session_, ds[1], ds[0], coils, tb.trajectory, img.data.shape().str(), solver.iteration(),
                      solver.residual(), milliseconds_since(t0), prep_ms,
-                     toeplitz ? (q_reused ? "reused" : "computed") : "not used", q_ms, rhs_ms, cg_ms);
+                     q_source, q_ms, rhs_ms, cg_ms);
         emit_or_fail(std::move(img), solver_failure("Toeplitz CG", solver, s_.solver, stopped), out);
     }
 
 private:
+    bool anatomical() const {
+        return s_.setup.regularizer == ToeplitzCgSetup::Regularizer::AnatomicalFiniteDifference;
+    }
+
+    // The regulariser's edge weights from the sent reference, or from the gridding image of the data
+    // (density-compensated NUFFT adjoint, combined with the coil maps: the image a reader would look at).
+    RArray edge_weights(const TrajectoryBuffer& tb, const RArray& coords, const CArray& maps, const DensityRequest& cal) {
+        if (s_.reference_from_stream) {
+            if (reference_.empty())
+                throw std::runtime_error(
+                    "ToeplitzCg: regularizer REGULARIZER_ANATOMICAL with anatomical_reference REFERENCE_STREAM needs "
+                    "an image of the anatomy before the data (larmor-client --send-images); none arrived");
+            if (reference_shape_ != tb.image)
+                throw std::runtime_error("ToeplitzCg: the anatomical reference image " + reference_shape_.str() +
+                                         " is not the reconstruction matrix " + tb.image.str());
+            RArray r = RArray::host(tb.image);
+            std::copy(reference_.begin(), reference_.end(), r.data());
+            return anatomical_edge_weights(r, s_.edge_threshold);
+        }
+        Backend& be = *backend_;
+        const Shape& ds = tb.data.shape();
+        const size_t m = ds[0] * ds[1], coils = ds[2];
+        const auto w = density_weights(backend_, tb, cal);
+        Nufft& plan = *plans_.get(backend_, tb.image, coils, coords, s_.nufft);
+        CArray dw = be.empty({m, coils});
+        be.mul(tb.data.reshaped({m, coils}), be.to_device(w->reshaped({m})), dw);
+        Shape cs = tb.image;
+        cs.push_back(coils);
+        CArray x = be.empty(cs);
+        plan.adjoint(dw, x);
+        CArray combined;
+        if (maps.empty()) {
+            combined = x.reshaped(tb.image);
+        } else {
+            combined = be.empty(tb.image);
+            sense(backend_, maps)->adjoint(x, combined);
+        }
+        const CArray h = be.to_host(combined);
+        RArray r = RArray::host(tb.image);
+        for (size_t i = 0; i < r.size(); ++i) r.data()[i] = std::abs(h.data()[i]);
+        return anatomical_edge_weights(r, s_.edge_threshold);
+    }
+
     Settings s_;
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;
     NufftPlanCache plans_;
-    CArray q_;
-    uint64_t q_hash_ = 0;
-    std::shared_ptr<const RArray> q_weights_;
-    ToeplitzOptions::Method q_method_ = ToeplitzOptions::Method::Exact;
+    PrecomputeCache* cache_ = nullptr;
     uint16_t image_index_ = 0;
+    std::vector<float> reference_;  // the sent reference's magnitude, x fastest
+    Shape reference_shape_;
 };
 
 }  // namespace

@@ -73,6 +73,16 @@ int main(int argc, char** argv) {
                    "Directory of the dependency store: noise covariances of noise-scan sessions, found by later "
                    "sessions that name them as their Noise measurementDependency; empty: none kept")
         ->capture_default_str();
+    app.add_option("--precompute-cache-memory", options.precompute_memory,
+                   "Host memory for trajectory kernels shared by sessions (Toeplitz Q): a size or a percentage of "
+                   "--memory-limit, charged to it; least recently used kernels go first")
+        ->capture_default_str();
+    app.add_option("--precompute-cache-dir", options.precompute_dir,
+                   "Directory where those kernels are also kept across restarts; empty: memory only")
+        ->capture_default_str();
+    app.add_option("--precompute-cache-disk", options.precompute_disk,
+                   "Bytes of kernel files --precompute-cache-dir may hold (oldest removed first)")
+        ->capture_default_str();
     app.add_option("--log-level", log_level, "Log level")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
         ->capture_default_str();
@@ -125,6 +135,8 @@ int main(int argc, char** argv) {
     options.config_dir = fs::absolute(options.config_dir).lexically_normal().string();
     if (!options.dependency_dir.empty())  // empty: no store (every dependency is "not found")
         options.dependency_dir = fs::absolute(options.dependency_dir).lexically_normal().string();
+    if (!options.precompute_dir.empty())
+        options.precompute_dir = fs::absolute(options.precompute_dir).lexically_normal().string();
     options.read_timeout = std::chrono::seconds(read_timeout);
     options.write_timeout = std::chrono::seconds(write_timeout);
     options.shutdown_grace = std::chrono::seconds(grace);

@@ -40,6 +40,12 @@ Server::Server(ServerOptions options)
     for (const auto& p : env_->chains->last_report().problems) spdlog::error("chain {}", p);
     if (!env_->options.dependency_dir.empty())
         env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir);
+    PrecomputeCache::Options pc;
+    const std::shared_ptr<MemoryBudget>& host = env_->memory->host();
+    pc.memory_limit = parse_memory_size(env_->options.precompute_memory, host->limit(), "--precompute-cache-memory");
+    pc.directory = env_->options.precompute_dir;
+    pc.disk_limit = parse_memory_size(env_->options.precompute_disk, 0, "--precompute-cache-disk");
+    env_->precompute = std::make_shared<PrecomputeCache>(pc, host);
     // Both here, so a malformed network or an unusable certificate stops the server at startup.
     access_ = AccessList(env_->options.security.allow);
     if (!env_->options.security.tls.cert.empty())

@@ -21,6 +21,12 @@ struct ServerOptions {
     std::string config_dir;
     // The dependency store: noise covariances kept for later sessions (gadgets/noise_dependency_store.h).
     std::string dependency_dir;
+    // The precompute cache (gadgets/precompute_cache.h): trajectory kernels shared by sessions, held in
+    // host memory (a size or a percentage of --memory-limit, and charged to it) and, with a directory,
+    // kept on disk across restarts (at most precompute_disk bytes of files).
+    std::string precompute_memory = "1GiB";
+    std::string precompute_dir;
+    std::string precompute_disk = "4GiB";
     std::chrono::seconds read_timeout{60};   // no byte from the client for this long ends the session
     std::chrono::seconds write_timeout{60};  // client not reading for this long ends the session
     std::chrono::seconds shutdown_grace{30}; // SIGINT/SIGTERM: how long running sessions may finish

@@ -338,7 +338,8 @@ void Session::on_header(const std::string& xml) {
             report_error(e);
         });
         chain_->start(
-            SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies, ledger_},
+            SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies, ledger_,
+                           env_->precompute},
             [this](Message m) { deliver(std::move(m)); });
         state_ = State::Streaming;
     } catch (const HeaderError& e) {

@@ -14,6 +14,7 @@
 
 #include "gadgets/chain.h"
 #include "gadgets/noise_dependency_store.h"
+#include "gadgets/precompute_cache.h"
 #include "server/chain_catalog.h"
 #include "server/device_pool.h"
 #include "server/memory_admission.h"
@@ -36,6 +37,7 @@ struct SessionEnvironment {
     ServerStats stats;
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
+    std::shared_ptr<PrecomputeCache> precompute;  // from options.precompute_*; never null once the server runs
     std::unique_ptr<ServerMemory> memory;  // from options.memory; never null once the server runs
     std::unique_ptr<ChainCatalog> chains;  // options.config_dir as last (re)loaded; never null once running
     std::shared_ptr<TlsContext> tls;  // from options.security.tls; null: plain TCP

@@ -330,6 +330,79 @@ TEST_F(ClientTest, StreamsTheDatasetInOrderAndStoresEveryImage) {
     }
 }
 
+TEST_F(ClientTest, SendImagesGoAfterTheHeaderAndBeforeTheFirstAcquisition) {
+    const std::string input = path("in.h5");
+    write_dataset(input, 3, 8, 1, {15});
+    {
+        // Two variables of different pixel types: the client sends them as stored, in the order asked.
+        ISMRMRD::Dataset ds(input.c_str(), "/dataset", false);
+        for (uint16_t index = 1; index <= 2; ++index) {
+            ISMRMRD::Image<float> ref(8, 4, 1, 1);
+            ISMRMRD::ImageHeader head = ref.getHead();  // set in a copy: the packed header's references misalign
+            head.image_index = index;
+            head.image_type = ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
+            ref.setHead(head);
+            ref.setAttributeString("<ismrmrdMeta><meta><name>LarmorRole</name><value>AnatomicalReference</value>"
+                                   "</meta></ismrmrdMeta>");
+            for (size_t k = 0; k < ref.getNumberOfDataElements(); ++k) ref.getDataPtr()[k] = 0.5f * float(k + index);
+            ds.appendImage("reference", ref);
+        }
+        ISMRMRD::Image<uint16_t> mask(4, 2, 3, 2);
+        for (size_t k = 0; k < mask.getNumberOfDataElements(); ++k) mask.getDataPtr()[k] = static_cast<uint16_t>(k);
+        ds.appendImage("mask", mask);
+    }
+    std::vector<WireMessage> got;
+    FakeServer server([&](int fd) {
+        got = read_until_close(fd);
+        FdByteWriter out(fd);
+        write_message(out, Close{});
+    });
+    RunResult r = run({"-a", "127.0.0.1", "-p", server.port(), "-f", input, "-o", path("out.h5"), "--send-images",
+                       "reference", "--send-images", "mask"});
+    server.join();
+    ASSERT_EQ(server.error(), "");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("sent 3 images, 3 acquisitions and 1 waveforms ("), std::string::npos) << r.out;
+
+    // CONFIG_FILE, PARAMETER_SCRIPT, the images, then the acquisitions (the waveform at its time stamp).
+    ASSERT_EQ(got.size(), 2u + 3 + 3 + 1 + 1);
+    EXPECT_TRUE(std::holds_alternative<ConfigFile>(got[0]));
+    EXPECT_TRUE(std::holds_alternative<ParameterScript>(got[1]));
+    for (size_t i = 2; i < 5; ++i) ASSERT_TRUE(std::holds_alternative<Image>(got[i])) << "message " << i;
+    EXPECT_TRUE(std::holds_alternative<Acquisition>(got[5]));
+    EXPECT_TRUE(std::holds_alternative<Close>(got.back()));
+
+    for (uint16_t index = 1; index <= 2; ++index) {
+        const Image& im = std::get<Image>(got[1 + index]);
+        EXPECT_EQ(im.head.data_type, ISMRMRD::ISMRMRD_FLOAT);
+        EXPECT_EQ(im.head.image_index, index);
+        EXPECT_EQ(im.head.matrix_size[0], 8);
+        EXPECT_EQ(im.head.matrix_size[1], 4);
+        EXPECT_NE(im.meta.find("AnatomicalReference"), std::string::npos) << im.meta;
+        std::vector<float> v(im.pixels.size() / sizeof(float));
+        ASSERT_EQ(v.size(), 32u);
+        std::memcpy(v.data(), im.pixels.data(), im.pixels.size());
+        for (size_t k = 0; k < v.size(); ++k) EXPECT_EQ(v[k], 0.5f * float(k + index)) << k;
+    }
+    const Image& mask = std::get<Image>(got[4]);
+    EXPECT_EQ(mask.head.data_type, ISMRMRD::ISMRMRD_USHORT);
+    EXPECT_EQ(mask.head.matrix_size[2], 3);
+    EXPECT_EQ(mask.head.channels, 2);
+    ASSERT_EQ(mask.pixels.size(), 4u * 2 * 3 * 2 * sizeof(uint16_t));
+    std::vector<uint16_t> m(mask.pixels.size() / sizeof(uint16_t));
+    std::memcpy(m.data(), mask.pixels.data(), mask.pixels.size());
+    for (size_t k = 0; k < m.size(); ++k) EXPECT_EQ(m[k], k) << k;
+    EXPECT_EQ(mask.meta, "");
+
+    // A variable that is not there: named with the file and group, nothing sent.
+    RunResult missing = run({"-p", "1", "-f", input, "--send-images", "reference", "--send-images", "nosuchvar"});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("--send-images: no image variable 'nosuchvar' in group '/dataset' of '" + input + "'"),
+              std::string::npos)
+        << missing.err;
+    EXPECT_EQ(missing.err.find("HDF5"), std::string::npos) << "library noise on stderr: " << missing.err;
+}
+
 // What the server says in the progress tests: two progress lines, an ordinary TEXT, then two more
 // progress lines of which the second is shorter than the first.
 void send_progress_script(int fd) {

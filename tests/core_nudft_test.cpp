@@ -11,6 +11,7 @@
 #include "core/linops/algebra.h"
 #include "core/linops/diag.h"
 #include "core/linops/nudft.h"
+#include "core/linops/nudft_kernels.h"
 #include "core/linops/nufft.h"
 #include "core/linops/toeplitz.h"
 #include "tests/support/backends.h"
@@ -165,6 +166,46 @@ TEST_P(Nudft, CudaMatchesCpu) {
     const RArray k = random_points({24, 18}, 500, 4), k3 = random_points({10, 8, 6}, 300, 5);
     test::expect_same_on_cpu(be, [&](std::shared_ptr<Backend> b) { return nudft(b, {24, 18}, 2, k, {VoxelBasis::Box, true}); });
     test::expect_same_on_cpu(be, [&](std::shared_ptr<Backend> b) { return nudft(b, {10, 8, 6}, 1, k3, {VoxelBasis::Dirac, true}); });
+}
+
+// Every launch shape the tuning run times (cuda/nudft.cu) gives the raw sums of the default one: the
+// tuning changes the speed, never the image. Extents that no shape divides, batch 2, sample counts that
+// split over blocks and that do not.
+TEST(NudftLaunch, EveryCompiledShapeGivesTheDefaultsSums) {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+    auto gpu = make_cuda_backend();
+    for (const Shape& image : {Shape{37, 21}, Shape{11, 9, 13}}) {
+        for (const size_t m : {size_t(70), size_t(9000)}) {
+            NudftGeometry g;
+            g.dims = image.rank();
+            for (int a = 0; a < g.dims; ++a) g.extent[a] = g.image[a] = image[a];
+            g.batch = 2;
+            g.points = m;
+            const RArray k = gpu->to_device(random_points(image, m, 11));
+            CArray h = CArray::host({m, 2});
+            std::mt19937 gen(2);
+            std::normal_distribution<float> nd;
+            for (size_t i = 0; i < h.size(); ++i) h.data()[i] = cfloat(nd(gen), nd(gen));
+            const CArray d = gpu->to_device(h);
+            CArray ref = gpu->empty({g.voxels(), 2});
+            cuda::nudft_adjoint(*gpu, k, d, ref, g);
+            const CArray rh = gpu->to_host(ref);
+            for (const auto& l : cuda::nudft_adjoint_launches()) {
+                CArray x = gpu->empty({g.voxels(), 2});
+                cuda::nudft_adjoint(*gpu, k, d, x, g, l);
+                EXPECT_LE(test::relative_error(gpu->to_host(x), rh), 2e-6)
+                    << image.str() << ", " << m << " points, " << l.rows << " threads x " << l.voxels << " voxels";
+            }
+        }
+    }
+    NudftGeometry g;
+    g.dims = 2;
+    g.extent[0] = g.extent[1] = g.image[0] = g.image[1] = 4;
+    g.points = 1;
+    g.accurate = true;
+    CArray x = gpu->empty({16, 1});
+    EXPECT_THROW(cuda::nudft_adjoint(*gpu, gpu->to_device(random_points({4, 4}, 1, 1)), gpu->zeros({1, 1}), x, g, {64, 4}),
+                 std::invalid_argument);  // accurate sines: the default shape only
 }
 
 // Positive weights of a density-compensation-like spread.

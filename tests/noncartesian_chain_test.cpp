@@ -5,6 +5,7 @@
 // shipped chains, refused inputs, and CUDA against CPU.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
+#include "gadgets/precompute_cache.h"
 #include "gadgets/noncart/density_weights.h"
 #include "tests/support/gadget_harness.h"
 #include "tests/support/phantom_truth.h"
@@ -76,10 +78,12 @@ std::vector<std::unique_ptr<Gadget>> fbp_chain() {
     return g;
 }
 
-std::vector<std::unique_ptr<Gadget>> cg_sense_chain() {
+std::vector<std::unique_ptr<Gadget>> cg_sense_chain(
+    config::CgSense::NormalOperator normal = config::CgSense::NORMAL_NUFFT_PAIR) {
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_readouts(accumulate()));
     config::CgSense cg;
+    cg.set_normal(normal);
     cg.mutable_solver()->set_iterations(30);
     cg.mutable_solver()->set_tolerance(1e-4f);
     cg.mutable_solver()->set_lambda(0.01f);
@@ -94,10 +98,12 @@ struct Output {
     std::vector<std::string> texts;
 };
 
-Output run(std::vector<std::unique_ptr<Gadget>> chain, const test::Dataset& ds, std::shared_ptr<Backend> be) {
+Output run(std::vector<std::unique_ptr<Gadget>> chain, const test::Dataset& ds, std::shared_ptr<Backend> be,
+           std::shared_ptr<PrecomputeCache> cache = nullptr) {
     std::vector<Message> in(ds.acquisitions.begin(), ds.acquisitions.end());
     SessionContext ctx = test::make_session(ds.header_xml, std::move(be));
     ctx.chain_name = "noncartesian";
+    ctx.precompute = std::move(cache);
     Output out;
     for (Message& m : test::run_chain(std::move(chain), ctx, in)) {
         if (auto* im = std::get_if<Image>(&m)) out.images.push_back(std::move(*im));
@@ -200,6 +206,60 @@ TEST(NoncartesianChain, RadialCgSenseAt64SpokesBeatsGridding) {
     std::printf("[radial 96^2, 64 golden-angle spokes (R = 2.4), 8 coils] NRMSE gridding %.4f, CG-SENSE %.4f\n", grid,
                 sense);
     EXPECT_LT(sense, grid);
+}
+
+// F^H W F as the Toeplitz embedding or as the NUFFT pair: one solution, to the NUFFT's tolerance (1e-3);
+// AUTO takes one of the two, says which in the meta with the times it chose by, and decides the same
+// for a second session of the same size (server-wide, without measuring again).
+TEST(NoncartesianChain, RadialCgSenseToeplitzAndNufftPairAgree) {
+    const auto spec = spec_of(Trajectory::golden_angle, 64, 4, 48);
+    const auto ds = phantom_dataset(spec, "normals");
+    const Output pair = run(cg_sense_chain(config::CgSense::NORMAL_NUFFT_PAIR), ds, cpu());
+    const Output toeplitz = run(cg_sense_chain(config::CgSense::NORMAL_TOEPLITZ), ds, cpu());
+    const auto p = pixels(pair.images.at(0)), t = pixels(toeplitz.images.at(0));
+    const double between = nrmse(t, p);
+    EXPECT_LT(between, 3e-3);
+    EXPECT_EQ(std::string(parse_meta(toeplitz.images[0].meta).as_str("CgSenseNormal")).rfind("Toeplitz, Q ", 0), 0u);
+    EXPECT_STREQ(parse_meta(pair.images[0].meta).as_str("CgSenseNormal"), "NUFFT pair");
+    std::string first;
+    for (int session = 0; session < 2; ++session) {
+        const Output a = run(cg_sense_chain(config::CgSense::NORMAL_AUTO), ds, cpu());
+        const std::string how = parse_meta(a.images.at(0).meta).as_str("CgSenseNormal");
+        std::printf("  Toeplitz vs pair NRMSE %.2e; auto: %s\n", between, how.c_str());
+        EXPECT_NE(how.find("(auto: "), std::string::npos) << how;
+        const auto x = pixels(a.images[0]);
+        EXPECT_LT(std::min(nrmse(x, p), nrmse(x, t)), 1e-6) << how;
+        const std::string choice = how.substr(0, how.find(" (auto"));
+        if (session == 0) first = choice;
+        EXPECT_EQ(choice, first);
+    }
+}
+
+// Q is computed by the first session and taken from the server's cache by the next (same trajectory),
+// which then gets the same image; with a cache directory a new server (a new cache on the same
+// directory) reads it from disk instead of computing it.
+TEST(NoncartesianChain, ToeplitzKernelIsComputedOncePerServer) {
+    const auto spec = spec_of(Trajectory::golden_angle, 48, 2, 40);
+    const auto ds = phantom_dataset(spec, "qcache");
+    const std::string dir = ::testing::TempDir() + "larmor-qcache-" + std::to_string(::getpid());
+    PrecomputeCache::Options o;
+    o.directory = dir;
+    auto server = std::make_shared<PrecomputeCache>(o);
+    auto source = [](const Output& out) {
+        return std::string(parse_meta(out.images.at(0).meta).as_str("CgSenseNormal"));
+    };
+    const Output first = run(cg_sense_chain(config::CgSense::NORMAL_TOEPLITZ), ds, cpu(), server);
+    const Output second = run(cg_sense_chain(config::CgSense::NORMAL_TOEPLITZ), ds, cpu(), server);
+    EXPECT_EQ(source(first), "Toeplitz, Q computed");
+    EXPECT_EQ(source(second), "Toeplitz, Q cached (memory)");
+    EXPECT_EQ(pixels(first.images.at(0)), pixels(second.images.at(0)));
+    EXPECT_EQ(server->stats().computed, 1u);
+    EXPECT_EQ(server->stats().memory_hits, 1u);
+    auto restarted = std::make_shared<PrecomputeCache>(o);
+    const Output third = run(cg_sense_chain(config::CgSense::NORMAL_TOEPLITZ), ds, cpu(), restarted);
+    EXPECT_EQ(source(third), "Toeplitz, Q cached (disk)");
+    EXPECT_EQ(pixels(first.images.at(0)), pixels(third.images.at(0)));
+    std::filesystem::remove_all(dir);
 }
 
 TEST(NoncartesianChain, RealtimeWindowEmitsAFrameEveryStride) {
@@ -322,9 +382,11 @@ TEST(NoncartesianChain, CudaMatchesCpu) {
     const auto a = pixels(run(fbp_chain(), ds, cpu()).images.at(0));
     const auto b = pixels(run(fbp_chain(), ds, make_cuda_backend(0)).images.at(0));
     EXPECT_LT(nrmse(b, a), 1e-4) << "FBP";
-    const auto c = pixels(run(cg_sense_chain(), ds, cpu()).images.at(0));
-    const auto g = pixels(run(cg_sense_chain(), ds, make_cuda_backend(0)).images.at(0));
-    EXPECT_LT(nrmse(g, c), 1e-3) << "CG-SENSE";
+    for (auto n : {config::CgSense::NORMAL_NUFFT_PAIR, config::CgSense::NORMAL_TOEPLITZ}) {
+        const auto c = pixels(run(cg_sense_chain(n), ds, cpu()).images.at(0));
+        const auto g = pixels(run(cg_sense_chain(n), ds, make_cuda_backend(0)).images.at(0));
+        EXPECT_LT(nrmse(g, c), 1e-3) << "CG-SENSE, normal " << config::CgSense::NormalOperator_Name(n);
+    }
 }
 
 }  // namespace

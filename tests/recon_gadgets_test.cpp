@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -22,6 +23,7 @@
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
+#include "gadgets/image_magnitude.h"
 #include "gadgets/line_ops.h"
 #include "gadgets/typed_gadget.h"
 #include "tests/support/gadget_harness.h"
@@ -1202,6 +1204,52 @@ TEST(NoiseAdjust, WhitenerMatchesDoublePrecisionReference) {
                            std::sqrt(2.0 * 3.0 / 6.0 * 0.793));
     ASSERT_EQ(w.size(), ref.size());
     EXPECT_LT(test::relative_error(as_double(w), ref), 1e-5);
+}
+
+// A reference image a client sends may be of any ISMRMRD pixel type and of several channels: its
+// magnitude is what a gadget reads (root sum of squares over channels), and a header that does not fit
+// its bytes is refused naming the sizes.
+TEST(ImageMagnitude, EveryPixelTypeAndChannelsByRootSumOfSquares) {
+    Image u;
+    u.head.matrix_size[0] = 3;
+    u.head.matrix_size[1] = 2;
+    u.head.matrix_size[2] = 1;
+    u.head.channels = 1;
+    u.head.data_type = ISMRMRD::ISMRMRD_USHORT;
+    const uint16_t us[6] = {0, 1, 2, 3, 4, 65535};
+    u.pixels.assign(reinterpret_cast<const uint8_t*>(us), reinterpret_cast<const uint8_t*>(us) + sizeof us);
+    EXPECT_EQ(image_magnitude(u), (std::vector<float>{0, 1, 2, 3, 4, 65535}));
+
+    Image c = u;
+    c.head.channels = 2;
+    c.head.data_type = ISMRMRD::ISMRMRD_CXFLOAT;
+    std::vector<std::complex<float>> px(12);
+    for (size_t i = 0; i < 6; ++i) {
+        px[i] = {3.f * float(i), 0.f};         // channel 0
+        px[6 + i] = {0.f, -4.f * float(i)};    // channel 1
+    }
+    c.pixels.resize(px.size() * sizeof(px[0]));
+    std::memcpy(c.pixels.data(), px.data(), c.pixels.size());
+    const std::vector<float> m = image_magnitude(c);
+    for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(m[i], 5.f * float(i));
+
+    Image s = u;
+    s.head.data_type = ISMRMRD::ISMRMRD_SHORT;
+    const int16_t ss[6] = {-7, 7, 0, -32768, 1, -1};
+    std::memcpy(s.pixels.data(), ss, sizeof ss);
+    EXPECT_EQ(image_magnitude(s), (std::vector<float>{7, 7, 0, 32768, 1, 1}));
+
+    Image bad = u;
+    bad.pixels.pop_back();
+    try {
+        image_magnitude(bad);
+        FAIL() << "a short pixel buffer was accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("11 bytes, not 12"), std::string::npos) << e.what();
+    }
+    bad = u;
+    bad.head.data_type = 99;
+    EXPECT_THROW(image_magnitude(bad), std::runtime_error);
 }
 
 }  // namespace

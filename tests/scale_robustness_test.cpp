@@ -161,8 +161,11 @@ const ChainCase kCases[] = {
     {"default.xml", Scan::Cartesian},         {"default.xml", Scan::CartesianNoise},
     {"cg_sense", Scan::CartesianR2},          {"cg_sense", Scan::CartesianR2Noise},
     {"cg_sense.xml", Scan::CartesianR2},      {"radial_gridding", Scan::Radial},
-    {"radial_fbp", Scan::Radial},             {"cg_sense_radial", Scan::Radial},
-    {"cg_sense_radial", Scan::Spiral},        {"radial_realtime", Scan::Radial},
+    // cg_sense_radial takes the Toeplitz normal where it is faster (CgSense.normal AUTO): its float
+    // rounding on the 2N grid moves the image by up to 1.03e-4 between scales (CPU, 2026-11-28; no scale
+    // trend), as the fhd chains' below.
+    {"radial_fbp", Scan::Radial},             {"cg_sense_radial", Scan::Radial, 5e-4},
+    {"cg_sense_radial", Scan::Spiral, 5e-4},  {"radial_realtime", Scan::Radial},
     {"radial_golden_computed", Scan::RadialNoTraj}, {"spiral_gridding", Scan::Spiral},
     {"radial3d_gridding", Scan::Radial3d},    {"ultrasound_planewave", Scan::Ultrasound},
     {"fhd_cg_2d", Scan::Radial, 5e-3},        {"fhd_cg_2d", Scan::Spiral, 5e-3},

@@ -77,6 +77,9 @@ std::vector<std::unique_ptr<Gadget>> chain(const ChainOptions& o, const config::
         cg.mutable_solver()->set_lambda(0.01f);
         cg.mutable_solver()->set_progress_interval(-1);
         cg.set_density(o.density);
+        // The weights are the subject here: one F^H W F for both runs (AUTO may choose differently for
+        // weights that are equal in value but not in bits, as their Q keys then differ).
+        cg.set_normal(config::CgSense::NORMAL_NUFFT_PAIR);
         g.push_back(make_cg_sense(cg));
     } else {
         config::Gridding gr;

@@ -12,7 +12,10 @@ namespace {
 }
 }  // namespace
 
-void nudft_adjoint(Backend&, const RArray&, const CArray&, CArray&, const NudftGeometry&) { no_cuda("nudft_adjoint"); }
+std::vector<NudftAdjointLaunch> nudft_adjoint_launches() { return {}; }
+void nudft_adjoint(Backend&, const RArray&, const CArray&, CArray&, const NudftGeometry&, NudftAdjointLaunch) {
+    no_cuda("nudft_adjoint");
+}
 void nudft_forward(Backend&, const RArray&, const CArray&, CArray&, const NudftGeometry&) { no_cuda("nudft_forward"); }
 
 }  // namespace larmor::cuda

@@ -15,6 +15,8 @@
 // up to N^2/4 turns, 1e-5 rad at 128^3). The phase is separable, exp(i 2 pi (k_x x + k_y y + k_z z)) =
 // e_x e_y e_z, which both backends use: e_x comes from a table per sample and voxel column, so the
 // inner loop is four multiply-adds per sample and voxel and nothing else.
+#include <vector>
+
 #include "core/backend.h"
 
 namespace larmor {
@@ -39,8 +41,21 @@ void nudft_forward(const RArray& coords, const CArray& image, CArray& samples, c
 }  // namespace cpu
 
 namespace cuda {
+// The adjoint kernel's launch shape: `rows` threads per block (= samples per shared-memory tile), each
+// summing `voxels` voxels along x. The default is the tuning run's pick (bench/fhd_bench.cpp,
+// BM_FhdGpuLaunch; bench/RESULTS.md, H100 2026-11-28): 128 x 16 was within 9 % of the fastest shape on
+// each case (3D 128^3: 161 ms, fastest 256 x 16 148 ms, the former 128 x 8 193 ms; 2D 256^2 x 8 coils:
+// 29.2 ms, fastest 26.9 ms) and the fastest on the small 2D case (128^2, one coil: 0.191 ms), where
+// 256-thread blocks leave SMs idle (0.347 ms). The others are compiled for that run only (fast sincos).
+struct NudftAdjointLaunch {
+    int rows = 128;
+    int voxels = 16;
+};
+std::vector<NudftAdjointLaunch> nudft_adjoint_launches();
+
 // The same on the backend's device (coords there too), queued on the backend's stream.
-void nudft_adjoint(Backend& be, const RArray& coords, const CArray& samples, CArray& image, const NudftGeometry& g);
+void nudft_adjoint(Backend& be, const RArray& coords, const CArray& samples, CArray& image, const NudftGeometry& g,
+                   NudftAdjointLaunch launch = {});
 void nudft_forward(Backend& be, const RArray& coords, const CArray& image, CArray& samples, const NudftGeometry& g);
 }  // namespace cuda
 

@@ -22,7 +22,12 @@ Shape with_axis(const Shape& s, size_t n) {
 }  // namespace
 
 const char* regularizer_name(ToeplitzCgSetup::Regularizer r) {
-    return r == ToeplitzCgSetup::Regularizer::FiniteDifference ? "finite differences" : "identity";
+    switch (r) {
+        case ToeplitzCgSetup::Regularizer::FiniteDifference: return "finite differences";
+        case ToeplitzCgSetup::Regularizer::AnatomicalFiniteDifference: return "anatomically weighted finite differences";
+        case ToeplitzCgSetup::Regularizer::Identity: break;
+    }
+    return "identity";
 }
 
 ToeplitzOptions toeplitz_options(const ToeplitzCgSetup& setup) {
@@ -59,6 +64,10 @@ ToeplitzCg toeplitz_cg(const std::shared_ptr<Backend>& be, const Shape& image, c
                                     std::to_string(m) + " points");
     if (!(setup.lambda >= 0.f) || !std::isfinite(setup.lambda))
         throw std::invalid_argument("toeplitz_cg: lambda " + std::to_string(setup.lambda));
+    const bool anatomical = setup.regularizer == ToeplitzCgSetup::Regularizer::AnatomicalFiniteDifference;
+    if (anatomical && setup.edge_weights.shape() != with_axis(image, size_t(dims)))
+        throw std::invalid_argument("toeplitz_cg: edge weights " + setup.edge_weights.shape().str() + " are not " +
+                                    with_axis(image, size_t(dims)).str() + " for image " + image.str());
 
     // W^1/2 and phi on the host (weights are checked here: one refusal names the sample).
     const RArray kh = b.to_host(coords);
@@ -126,7 +135,9 @@ ToeplitzCg toeplitz_cg(const std::shared_ptr<Backend>& be, const Shape& image, c
         } else {
             std::vector<int> axes;
             for (int a = 0; a < dims; ++a) axes.push_back(a);
-            n = sum(n, scale(la, normal(finite_difference(be, image, axes))));
+            LinOp r = finite_difference(be, image, axes);
+            if (anatomical) r = compose(diag(be, with_axis(image, size_t(dims)), setup.edge_weights), r);
+            n = sum(n, scale(la, normal(r)));
         }
     }
     out.image = b.zeros(image);

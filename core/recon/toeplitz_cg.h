@@ -8,7 +8,8 @@
 //   F^H W F   as the Toeplitz convolution with the trajectory's kernel Q (core/linops/toeplitz.h), or by
 //             the NUFFT pair (forward then adjoint) for comparison;
 //   S         coil sensitivities (core/linops/sense.h), or none for single-coil data;
-//   R         the identity (Tikhonov) or first-order finite differences along every image axis.
+//   R         the identity (Tikhonov), first-order finite differences along every image axis, or those
+//             differences weighted by the edges of an anatomical reference (core/recon/anatomical_weights.h).
 // The operator is built from the core's algebra: E = W^1/2 F S with F's normal replaced by Q
 // (with_normal), so E's normal is S^H Q S without this file knowing how.
 //
@@ -28,7 +29,7 @@ namespace larmor {
 struct ToeplitzCgSetup {
     enum class Adjoint { Exact, Nufft };
     enum class Normal { Toeplitz, NufftPair };
-    enum class Regularizer { Identity, FiniteDifference };
+    enum class Regularizer { Identity, FiniteDifference, AnatomicalFiniteDifference };
     VoxelBasis basis = VoxelBasis::Dirac;
     Adjoint adjoint = Adjoint::Exact;
     Normal normal = Normal::Toeplitz;
@@ -36,6 +37,8 @@ struct ToeplitzCgSetup {
     bool accurate_sincos = false;
     NufftOptions nufft;  // the NUFFT's accuracy where one is used (adjoint, Q, the pair)
     Regularizer regularizer = Regularizer::Identity;
+    // AnatomicalFiniteDifference: one weight per difference, [image..., dims] (anatomical_edge_weights).
+    RArray edge_weights;
     float lambda = 0.01f;
     CGOptions cg{60, 1e-6};
 };

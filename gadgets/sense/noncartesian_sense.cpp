@@ -1,5 +1,6 @@
 #include "gadgets/sense/noncartesian_sense.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -7,6 +8,7 @@
 #include "core/linops/algebra.h"
 #include "core/linops/diag.h"
 #include "core/linops/sense.h"
+#include "core/linops/toeplitz.h"
 #include "gadgets/sense/calibration.h"
 
 namespace larmor {
@@ -28,6 +30,13 @@ RArray calibration_weights(const RArray& coords, const RArray& weights_host, flo
     return w;
 }
 
+// W^1/2 on the host; negative weights (none should reach here) count as zero.
+RArray sqrt_weights(const RArray& weights_host) {
+    RArray s = RArray::host({weights_host.size()});
+    for (size_t i = 0; i < weights_host.size(); ++i) s.data()[i] = std::sqrt(std::max(weights_host.data()[i], 0.f));
+    return s;
+}
+
 }  // namespace
 
 CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb, Nufft& plan,
@@ -46,6 +55,14 @@ CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const Trajecto
     CArray low = b.empty(coil_shape);
     plan.adjoint(ycal, low);
     return sense_maps(b, low.reshaped({image[0], image[1], nz, coils}), map_kernel, map_stride);
+}
+
+LinOp weighted_nufft(const std::shared_ptr<Backend>& be, const std::shared_ptr<Nufft>& plan, const RArray& weights) {
+    Backend& b = *be;
+    if (weights.size() != plan->points())
+        throw std::invalid_argument("cg_sense: " + std::to_string(weights.size()) + " density weights for " +
+                                    std::to_string(plan->points()) + " samples");
+    return compose(diag(be, plan->oshape(), b.to_device(sqrt_weights(b.to_host(weights)))), plan);
 }
 
 NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,
@@ -70,12 +87,13 @@ NoncartesianSense noncartesian_sense(const std::shared_ptr<Backend>& be, const T
     p.maps = noncartesian_coil_maps(be, tb, *plan, wh, setup.calibration_radius, setup.map_kernel, setup.map_stride);
 
     // E = W^1/2 F_nu S and the weighted data W^1/2 y.
-    RArray sqrt_w = RArray::host({m});
-    for (size_t i = 0; i < m; ++i) sqrt_w.data()[i] = std::sqrt(std::max(wh.data()[i], 0.f));
-    const RArray sw = b.to_device(sqrt_w);
+    const RArray sw = b.to_device(sqrt_weights(wh));
     CArray yw = b.empty({m, coils});
     b.mul(y, sw, yw);
-    p.encoding = compose({diag(be, Shape{m, coils}, sw), plan, sense(be, p.maps.reshaped(coil_shape))});
+    LinOp wf = compose(diag(be, Shape{m, coils}, sw), plan);
+    if (!setup.toeplitz_spectrum.empty())
+        wf = with_normal(wf, toeplitz_normal(be, image, coils, setup.toeplitz_spectrum));
+    p.encoding = compose(wf, sense(be, p.maps.reshaped(coil_shape)));
     p.image = b.zeros(image);
     p.solver = cg_least_squares(p.encoding, yw, p.image, setup.lambda, setup.cg);
     return p;

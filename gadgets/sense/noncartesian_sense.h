@@ -23,6 +23,10 @@ struct NoncartesianSenseSetup {
     int map_kernel = 7, map_stride = 7;
     float lambda = 0.01f;
     CGOptions cg;
+    // Q's spectrum for these points, grid and weights (core/linops/toeplitz.h): F^H W F is then the
+    // Toeplitz embedding instead of the NUFFT pair (core/recon/normal_choice.h says when that pays).
+    // Empty: the pair.
+    CArray toeplitz_spectrum;
 };
 
 struct NoncartesianSense {
@@ -37,6 +41,10 @@ struct NoncartesianSense {
 // density weights (host [M]) times a Hann taper in |k|.
 CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb, Nufft& plan,
                               const RArray& weights_host, float radius, int map_kernel, int map_stride);
+
+// W^1/2 F_nu: image x coils -> [M, coils], the part of E whose normal the Toeplitz embedding replaces.
+// weights [M] on the backend.
+LinOp weighted_nufft(const std::shared_ptr<Backend>& be, const std::shared_ptr<Nufft>& plan, const RArray& weights);
 
 // plan: a NUFFT of tb's image x coils at tb's points (M = samples x readouts); weights [M] on the
 // backend, per unit k-space area (gadgets/noncart/density_weights.h).

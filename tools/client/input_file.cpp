@@ -4,6 +4,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <hdf5.h>
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/xml.h>
 
@@ -60,6 +61,34 @@ void InputFile::read_waveform(uint32_t i, wire::Waveform& out) {
     }
     out.head = wav.head;
     out.data.assign(wav.begin_data(), wav.end_data());
+}
+
+uint32_t InputFile::images(const std::string& var) {
+    std::lock_guard<std::mutex> lock(hdf5_mutex());
+    uint32_t n = 0;
+    // A missing variable makes HDF5 print its error stack (H5Lexists on <group>/var/header) before
+    // ISMRMRD answers 0; the caller reports that once.
+    H5E_BEGIN_TRY { n = dataset_->getNumberOfImages(var); }
+    H5E_END_TRY;
+    return n;
+}
+
+void InputFile::read_image(const std::string& var, uint32_t i, wire::Image& out) {
+    // ISMRMRD sizes an Image<T>'s buffer from the stored header, whatever T: only the bytes are used.
+    ISMRMRD::Image<float> im;
+    {
+        std::lock_guard<std::mutex> lock(hdf5_mutex());
+        try {
+            dataset_->readImage(var, i, im);
+        } catch (const std::exception& e) {
+            throw std::runtime_error("reading image " + std::to_string(i) + " of '" + var + "' in '" + file_ +
+                                     "': " + first_line(e.what()));
+        }
+    }
+    out.head = im.getHead();
+    im.getAttributeString(out.meta);
+    const auto* pixels = reinterpret_cast<const uint8_t*>(im.getDataPtr());
+    out.pixels.assign(pixels, pixels + im.getDataSize());
 }
 
 bool has_noise_dependency(const std::string& header_xml) {

@@ -1,5 +1,5 @@
 #pragma once
-// The ISMRMRD HDF5 dataset the client streams: header, acquisitions and waveforms, read one at a time.
+// The ISMRMRD HDF5 dataset the client streams: header, acquisitions, waveforms and images, read one at a time.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +25,11 @@ public:
     // Fills out (reusing its buffers) with acquisition / waveform i.
     void read_acquisition(uint32_t i, wire::Acquisition& out);
     void read_waveform(uint32_t i, wire::Waveform& out);
+
+    // Images stored under <group>/var (ISMRMRD appendImage); 0 when there is no such variable.
+    uint32_t images(const std::string& var);
+    // Image i of var as the wire carries it, whatever its pixel type.
+    void read_image(const std::string& var, uint32_t i, wire::Image& out);
 
 private:
     std::string file_;

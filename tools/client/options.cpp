@@ -34,6 +34,12 @@ std::optional<int> parse_options(int argc, char** argv, Options& opts) {
     app.add_option("-o,--out,--outfile", opts.out_file, "output ISMRMRD HDF5 file")->capture_default_str();
     app.add_option("-G,--out-group", opts.out_group, "output group (default: the current date and time)");
     app.add_option("-Q,--query", opts.query, "send a QUERY with this key, print the RESPONSE, send no data");
+    app.add_option("--send-images", opts.send_images,
+                   "send every image stored under <in-group>/VAR of the input file as IMAGE messages after the "
+                   "header, before the first acquisition (e.g. 'reference', the anatomical reference larmor-phantom "
+                   "--reference-image writes); repeatable, sent in the order given")
+        ->type_name("VAR")
+        ->allow_extra_args(false);
     app.add_option("--png", opts.png_dir, "also write every returned image as 8-bit greyscale PNG into DIR");
     app.add_option("-t,--timeout", opts.timeout_s, "seconds without traffic before giving up")
         ->capture_default_str()

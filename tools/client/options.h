@@ -3,6 +3,7 @@
 // existing scripts keep working, plus --png and a seconds-based --timeout.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tls_client.h"
 
@@ -18,6 +19,7 @@ struct Options {
     std::string out_file = "out.h5";     // -o
     std::string out_group;               // -G: defaults to the date and time, like Gadgetron
     std::optional<std::string> query;    // -Q: send a QUERY with this key instead of data
+    std::vector<std::string> send_images;  // --send-images: image variables of the input group sent first
     std::string png_dir;                 // --png: also write every image as PNG here
     unsigned timeout_s = 600;            // -t: seconds without traffic before giving up
     bool quiet = false;                  // -q

@@ -27,6 +27,18 @@ void send_dataset(SocketWriter& out, InputFile& in, const Options& opts, const s
     wire::write_message(out, wire::ParameterScript{in.header_xml()});
     out.flush();  // let the server build its chain while we read the file
 
+    // Images first: a chain that uses them (an anatomical prior) has them before the data it reconstructs.
+    wire::WireMessage image_msg{wire::Image{}};
+    for (const std::string& var : opts.send_images) {
+        const uint32_t n = in.images(var);
+        for (uint32_t i = 0; i < n; ++i) {
+            if (stop.load()) return;
+            in.read_image(var, i, std::get<wire::Image>(image_msg));
+            wire::write_message(out, image_msg);
+            ++stats.images;
+        }
+    }
+
     // One message of each kind, refilled in place, so their buffers are allocated once.
     wire::WireMessage acq_msg{wire::Acquisition{}};
     wire::WireMessage wav_msg{wire::Waveform{}};

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -91,6 +93,10 @@ int finish(const std::vector<std::string>& errors) {
 
 int run_stream(const Options& opts) {
     InputFile input(opts.in_file, opts.in_group);  // a bad file fails before we bother the server
+    for (const std::string& var : opts.send_images)
+        if (input.images(var) == 0)
+            throw std::runtime_error("--send-images: no image variable '" + var + "' in group '" + opts.in_group +
+                                     "' of '" + opts.in_file + "'");
     if (has_noise_dependency(input.header_xml()) && !opts.quiet)
         std::cerr << "larmor-client: note: the header lists a Noise dependency; Larmor takes the noise scan "
                      "in-stream, so no separate noise connection is made\n";
@@ -104,10 +110,14 @@ int run_stream(const Options& opts) {
                        : "the server ended the session after " + std::to_string(stats.acquisitions) + " of " +
                              std::to_string(input.acquisitions()) + " acquisitions";
     if (!opts.quiet) {
+        std::vector<std::string> parts;
+        if (stats.images) parts.push_back(std::to_string(stats.images) + " images");
+        parts.push_back(std::to_string(stats.acquisitions) + " acquisitions");
+        if (stats.waveforms) parts.push_back(std::to_string(stats.waveforms) + " waveforms");
+        std::string sent = parts.front();
+        for (size_t i = 1; i < parts.size(); ++i) sent += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
         char line[256];
-        std::snprintf(line, sizeof line, "sent %llu acquisitions%s (%.1f MB) in %.2f s, received %llu images",
-                      static_cast<unsigned long long>(stats.acquisitions),
-                      stats.waveforms ? (" and " + std::to_string(stats.waveforms) + " waveforms").c_str() : "",
+        std::snprintf(line, sizeof line, "sent %s (%.1f MB) in %.2f s, received %llu images", sent.c_str(),
                       static_cast<double>(out.bytes_sent) / 1e6, out.seconds,
                       static_cast<unsigned long long>(out.received.images));
         std::cout << line << std::endl;

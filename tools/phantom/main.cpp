@@ -61,6 +61,12 @@ int main(int argc, char** argv) {
                  "w), 4 = (kx, ky, kz, w)), the weights a chain would compute (area in cycles per FOV); chain: "
                  "accumulate_readouts { trajectory_weights: true } with density DENSITY_FROM_STREAM")
       ->check(CLI::IsMember({"none", "pipe-menon", "analytic"}));
+  WriteOptions write_options;
+  app.add_flag("--reference-image", write_options.reference_image,
+               "Also write the true object on the reconstruction matrix (float magnitude, [nx, ny, 1] in 2D, "
+               "[nx, ny, nz] in 3D, meta LarmorRole=AnatomicalReference) as image variable 'reference' "
+               "(/dataset/reference), an anatomical prior to stream with larmor-client --send-images reference; "
+               "not with --ultrasound or --slices > 1");
   // Ultrasound: one plane-wave shot of a linear array over point targets (tools/phantom/ultrasound.h).
   bool ultrasound = false;
   UltrasoundSpec us;
@@ -79,6 +85,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (ultrasound) {
+    if (write_options.reference_image) {
+      std::fprintf(stderr, "larmor-phantom: --reference-image is for MR data: an ultrasound shot has no "
+                           "reconstruction matrix to sample the object on\n");
+      return 1;
+    }
     try {
       if (!targets.empty()) us.targets = parse_targets(targets);
       write_ultrasound_dataset(us, output);
@@ -107,16 +118,25 @@ int main(int argc, char** argv) {
     spec.nz = 1;
     spec.fov_mm[2] = fov_z > 0.0 ? fov_z : 5.0;
   }
+  if (write_options.reference_image && spec.dims == 2 && spec.slices > 1) {
+    std::fprintf(stderr, "larmor-phantom: --reference-image writes one image, of a single 2D slice or a 3D volume: "
+                         "not with --slices %d (use --slices 1 or --dims 3)\n", spec.slices);
+    return 1;
+  }
   if (!sampling.empty())
     spec.sampling = sampling_from_string(sampling);
   else
     spec.sampling = (spec.accel_y > 1 || spec.accel_z > 1) ? Sampling::uniform : Sampling::full;
 
   try {
-    const WriteResult r = write_dataset(spec, output);
+    const WriteResult r = write_dataset(spec, output, write_options);
     std::printf("larmor-phantom: wrote %s: %s; %zu imaging + %zu noise acquisitions, signal %.4g, sigma %.4g, %.2f s\n",
                 output.c_str(), describe(spec).c_str(), r.imaging_acquisitions, r.noise_acquisitions, r.signal_level,
                 r.noise_sigma, r.seconds);
+    if (r.reference_images)
+      std::printf("larmor-phantom: anatomical reference (true object, %dx%dx%d float) in /dataset/%s; send it "
+                  "ahead of the data with larmor-client --send-images %s\n",
+                  spec.nx, spec.ny, spec.dims == 3 ? spec.nz : 1, kReferenceImageVariable, kReferenceImageVariable);
     if (no_traj)
       std::printf("larmor-phantom: no traj written; chain: accumulate_readouts { computed { %s } }\n",
                   computed_trajectory_pbtxt(spec).c_str());

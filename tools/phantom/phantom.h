@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/xml.h>
 
 #include "core/array.h"
@@ -297,15 +298,29 @@ std::vector<double> image(const PhantomSpec& spec, int slice = 0, int supersampl
 // ISMRMRD XML header of the dataset write_dataset() produces.
 ISMRMRD::IsmrmrdHeader make_header(const PhantomSpec& spec);
 
+// Image variable (<group>/reference) of the anatomical reference write_dataset() appends on request.
+inline constexpr const char* kReferenceImageVariable = "reference";
+// The true object on the reconstruction matrix, for a chain that takes an anatomical prior (streamed
+// with larmor-client --send-images reference): Phantom::image(0, 3) (each pixel the mean over 3^n sub-samples, clamped at 0) as an
+// ISMRMRD float MAGNITUDE image of 1 channel, [nx, ny, 1] in 2D or [nx, ny, nz] in 3D, repetition 0,
+// image_index 1, image_series_index 0, the recon FOV, and meta LarmorRole = AnatomicalReference and
+// ImageComment. Throws std::invalid_argument for multi-slice 2D (one reference would not fit every slice).
+ISMRMRD::Image<float> reference_image(const Phantom& phantom);
+
+struct WriteOptions {
+  bool reference_image = false;  // also append reference_image() as <group>/reference
+};
 struct WriteResult {
   std::size_t imaging_acquisitions = 0;
   std::size_t noise_acquisitions = 0;
+  std::size_t reference_images = 0;
   double signal_level = 0.0;
   double noise_sigma = 0.0;
   double seconds = 0.0;
 };
-// Writes /dataset (header + acquisitions, float32) to path, replacing an existing file.
-WriteResult write_dataset(const PhantomSpec& spec, const std::string& path);
+// Writes /dataset (header + acquisitions, float32, and the reference image when asked) to path,
+// replacing an existing file. Refuses options the spec cannot take before anything is written.
+WriteResult write_dataset(const PhantomSpec& spec, const std::string& path, const WriteOptions& options = {});
 // One-line description of a spec, e.g. "2D 256x256 (enc 512x256x1) 8 coils uniform R=3x1 ACS 24".
 std::string describe(const PhantomSpec& spec);
 

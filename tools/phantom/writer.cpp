@@ -8,6 +8,7 @@
 
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>
+#include <ismrmrd/meta.h>
 #include <ismrmrd/version.h>
 #include <ismrmrd/xml.h>
 
@@ -37,6 +38,14 @@ ISMRMRD::Limit limit(int count, int centre) {
 
 float sample_time_us(const PhantomSpec& s) {
   return static_cast<float>(1e6 / (kBandwidthPerPixelHz * s.nx * s.ro_oversampling));
+}
+
+std::uint32_t measurement_uid(const PhantomSpec& s) { return static_cast<std::uint32_t>(s.seed % 1000000u) + 1u; }
+
+void check_reference_image(const PhantomSpec& s) {
+  if (s.dims == 2 && s.slices > 1)
+    throw std::invalid_argument("phantom: the reference image is one image, of a single 2D slice or a 3D volume, "
+                                "not of " + std::to_string(s.slices) + " slices");
 }
 
 // Imaging readouts of a non-Cartesian spec: per repetition and slice, the trajectory (normalised units in
@@ -270,8 +279,44 @@ ISMRMRD::IsmrmrdHeader make_header(const PhantomSpec& s) {
   return h;
 }
 
-WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
+ISMRMRD::Image<float> reference_image(const Phantom& ph) {
+  const PhantomSpec& s = ph.spec();
+  check_reference_image(s);
+  const int nz = s.dims == 3 ? s.nz : 1;
+  ISMRMRD::Image<float> img(static_cast<std::uint16_t>(s.nx), static_cast<std::uint16_t>(s.ny),
+                            static_cast<std::uint16_t>(nz), 1);
+  // Filled in a copy and installed with setHead(): references into the packed header are misaligned.
+  ISMRMRD::ImageHeader head = img.getHead();
+  head.measurement_uid = measurement_uid(s);
+  for (int a = 0; a < 3; ++a) head.field_of_view[a] = static_cast<float>(s.fov_mm[a]);
+  head.position[2] = static_cast<float>(ph.slice_position(0));
+  head.read_dir[0] = 1.0f;  // the acquisitions' identity orientation
+  head.phase_dir[1] = 1.0f;
+  head.slice_dir[2] = 1.0f;
+  head.image_type = ISMRMRD::ISMRMRD_IMTYPE_MAGNITUDE;
+  head.image_index = 1;
+  head.image_series_index = 0;
+  img.setHead(head);
+
+  ISMRMRD::MetaContainer meta;
+  meta.set("LarmorRole", "AnatomicalReference");
+  meta.set("ImageComment", "anatomical reference (larmor-phantom truth)");
+  std::ostringstream xml;
+  ISMRMRD::serialize(meta, xml);
+  img.setAttributeString(xml.str());
+
+  // Each pixel the object's mean over it (3^3 sub-samples), as a scan of the anatomy sees it: edges
+  // have their partial-volume pixels, so they are as wide as in the images the reference guides.
+  // Overlapping intensities cancel to about -1e-17 (1 - 0.8 - 0.2): a magnitude is never negative.
+  const std::vector<double> object = ph.image(0, 3);
+  std::transform(object.begin(), object.end(), img.getDataPtr(),
+                 [](double v) { return static_cast<float>(std::max(0.0, v)); });
+  return img;
+}
+
+WriteResult write_dataset(const PhantomSpec& spec, const std::string& path, const WriteOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (options.reference_image) check_reference_image(spec);
   const Phantom ph(spec);
   const PhantomSpec& s = ph.spec();
   const int nx_enc = ph.encoded_nx(), ny = s.ny, nc = s.coils;
@@ -310,7 +355,7 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
   ISMRMRD::AcquisitionHeader head = acq.getHead();
   head.available_channels = static_cast<std::uint16_t>(nc);
   for (int c = 0; c < nc; ++c) head.setChannelActive(static_cast<std::uint16_t>(c));
-  head.measurement_uid = static_cast<std::uint32_t>(s.seed % 1000000u) + 1u;
+  head.measurement_uid = measurement_uid(s);
   head.sample_time_us = sample_time_us(s);
   head.read_dir[0] = 1.0f;   // identity orientation: readout along x,
   head.phase_dir[1] = 1.0f;  // phase encoding along y,
@@ -345,10 +390,18 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
       }
     }
   }
-  if (s.trajectory != Trajectory::cartesian) {
-    write_noncartesian(ph, dset, head, scan_counter, stamp, result);
+  // After the acquisitions: ISMRMRD keeps images in their own variable, so the order in the file is free.
+  auto finish = [&] {
+    if (options.reference_image) {
+      dset.appendImage(kReferenceImageVariable, reference_image(ph));
+      ++result.reference_images;
+    }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;
+  };
+  if (s.trajectory != Trajectory::cartesian) {
+    write_noncartesian(ph, dset, head, scan_counter, stamp, result);
+    return finish();
   }
   head.center_sample = static_cast<std::uint16_t>(nx_enc / 2);
 
@@ -443,8 +496,7 @@ WriteResult write_dataset(const PhantomSpec& spec, const std::string& path) {
         emit(rep, slice, i0, i1, clean.data());
       });
     }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return result;
+  return finish();
 }
 
 }  // namespace larmor::phantom
