@@ -137,6 +137,23 @@ void gpu_case(benchmark::State& state, Body body) {
     }
 }
 
+// Seconds per call of `run` (kBatch calls back to back), by CUDA events after two warm-ups; each
+// benchmark iteration's time is reported as manual time.
+template <class Run>
+double seconds_per_call(benchmark::State& state, larmor::Backend& gpu, Run run) {
+    larmor::bench::Events ev;
+    const cudaStream_t stream = larmor::cuda::backend_stream(gpu);
+    ev.time(stream, run, nullptr, false, kBatch);
+    ev.time(stream, run, nullptr, true, kBatch);
+    double seconds = 0;
+    for (auto _ : state) {
+        const double t = ev.time(stream, run, nullptr, true, kBatch);
+        state.SetIterationTime(t);
+        seconds += t;
+    }
+    return seconds / double(state.iterations());
+}
+
 void BM_FhdGpu(benchmark::State& state) {
     gpu_case(state, [&] {
         const Case c = case_of(state);
@@ -147,20 +164,10 @@ void BM_FhdGpu(benchmark::State& state) {
         CArray h = gpu->host_staging(op->oshape());
         fill(h.data(), h.size());
         CArray d = gpu->to_device(h), x = gpu->empty(op->ishape());
-        larmor::bench::Events ev;
-        const cudaStream_t stream = larmor::cuda::backend_stream(*gpu);
-        auto run = [&] {
+        const double seconds = seconds_per_call(state, *gpu, [&] {
             for (int i = 0; i < kBatch; ++i) op->adjoint(d, x);
-        };
-        ev.time(stream, run, nullptr, false, kBatch);
-        ev.time(stream, run, nullptr, true, kBatch);
-        double seconds = 0;
-        for (auto _ : state) {
-            const double t = ev.time(stream, run, nullptr, true, kBatch);
-            state.SetIterationTime(t);
-            seconds += t;
-        }
-        set_counters(state, c, seconds / double(state.iterations()));
+        });
+        set_counters(state, c, seconds);
         state.SetLabel(gpu->describe());
     });
 }
@@ -192,21 +199,10 @@ void BM_FhdGpuLaunch(benchmark::State& state) {
         CArray h = gpu->host_staging({g.points, batch});
         fill(h.data(), h.size());
         CArray d = gpu->to_device(h), x = gpu->empty({g.voxels(), batch});
-        larmor::bench::Events ev;
-        const cudaStream_t stream = larmor::cuda::backend_stream(*gpu);
-        auto run = [&] {
+        const double seconds = seconds_per_call(state, *gpu, [&] {
             for (int i = 0; i < kBatch; ++i) larmor::cuda::nudft_adjoint(*gpu, k, d, x, g, launch);
-        };
-        ev.time(stream, run, nullptr, false, kBatch);
-        ev.time(stream, run, nullptr, true, kBatch);
-        double seconds = 0;
-        for (auto _ : state) {
-            const double t = ev.time(stream, run, nullptr, true, kBatch);
-            state.SetIterationTime(t);
-            seconds += t;
-        }
-        Case c{dims, n, spokes, samples * batch, false};
-        set_counters(state, c, seconds / double(state.iterations()));
+        });
+        set_counters(state, Case{dims, n, spokes, samples * batch, false}, seconds);
         state.SetLabel(std::to_string(launch.rows) + " threads x " + std::to_string(launch.voxels) + " voxels");
     });
 }
