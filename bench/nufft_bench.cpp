@@ -9,6 +9,9 @@
 //      k-space box, as cuFINUFFT's cuperftest draws them (the side-by-side comparison in one call,
 //      scripts/gpu-check.sh nufft)
 // BM_NufftStagesGpu: each stage of the forward and adjoint alone (cases 4 and 5), to say where the time goes.
+// BM_NufftCreate{Cpu,Gpu}: what a session's first buffer pays for its plan (wall clock, synchronised),
+// its points binned by the plan (cached 0) or taken from the server's precompute cache where another
+// session left them (cached 1; gadgets/noncart/nufft_bins.h).
 // BM_GriddingReconGpu: the whole gridding reconstruction of case 0 as the gridding gadget runs it,
 // density weights already cached: weighting, adjoint NUFFT, root-sum-of-squares over the coils.
 // Second argument: the tolerance's exponent (3: 1e-3, 5: 1e-5); sigma = 2.
@@ -27,6 +30,8 @@
 #include "core/backend.h"
 #include "core/linops/nufft.h"
 #include "gadgets/kernels/coil_combination.h"
+#include "gadgets/noncart/nufft_bins.h"
+#include "gadgets/precompute_cache.h"
 
 #ifdef LARMOR_WITH_CUDA
 #include <cuda_runtime.h>
@@ -157,6 +162,33 @@ void run_cpu(benchmark::State& state, Op what) {
     state.counters["width"] = op->grid().width;
     state.SetLabel(be->describe());
 }
+
+// Plan creation, with the bins from a cache that already holds them (cached = 1) or binned by the plan.
+void run_create(benchmark::State& state, bool gpu) {
+    const Case c = make_case(int(state.range(0)));
+    const bool cached = state.range(1) != 0;
+    auto be = gpu ? larmor::make_cuda_backend() : larmor::make_cpu_backend();
+    const RArray k = be->to_device(c.k);
+    larmor::PrecomputeCache cache(larmor::PrecomputeCache::Options{});
+    larmor::CachedNufftBins bins(cache);
+    auto create = [&] {
+        auto op = larmor::Nufft::create(be, c.image, c.coils, k, {}, cached ? &bins : nullptr);
+        be->synchronize();
+        return op;
+    };
+    create();  // FFT plans made once per process, the cache filled
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto op = create();
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        op.reset();
+        be->synchronize();
+    }
+    state.counters["points"] = double(c.k.size() / c.k.shape()[0]);
+    state.SetLabel(be->describe() + (cached ? ", bins cached" : ", bins computed"));
+}
+
+void BM_NufftCreateCpu(benchmark::State& s) { guarded(s, [&] { run_create(s, false); }); }
 
 void BM_NufftAdjointCpu(benchmark::State& s) { guarded(s, [&] { run_cpu(s, Op::Adjoint); }); }
 void BM_NufftForwardCpu(benchmark::State& s) { guarded(s, [&] { run_cpu(s, Op::Forward); }); }
@@ -318,6 +350,10 @@ void run_stage_gpu(benchmark::State& state) {
 }
 
 void BM_GriddingReconGpu(benchmark::State& s) { guarded(s, [&] { run_gridding_gpu(s); }); }
+void BM_NufftCreateGpu(benchmark::State& s) {
+    if (!larmor::cuda_available()) return s.SkipWithError("no CUDA device");
+    guarded(s, [&] { run_create(s, true); });
+}
 void BM_NufftStagesGpu(benchmark::State& s) { guarded(s, [&] { run_stage_gpu(s); }); }
 void BM_NufftAdjointGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Adjoint); }); }
 void BM_NufftForwardGpu(benchmark::State& s) { guarded(s, [&] { run_gpu(s, Op::Forward); }); }
@@ -339,11 +375,13 @@ void point_cases(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_NufftAdjointCpu)->Apply(cases)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NufftForwardCpu)->Apply(cases)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NufftSetPointsCpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_NufftCreateCpu)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"case", "cached"})->Unit(benchmark::kMillisecond)->UseManualTime();
 #ifdef LARMOR_WITH_CUDA
 BENCHMARK(BM_GriddingReconGpu)->Args({0, 3})->Args({0, 5})->ArgNames({"case", "tol_exp"})->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftAdjointGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftForwardGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_NufftSetPointsGpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_NufftCreateGpu)->ArgsProduct({{1, 2}, {0, 1}})->ArgNames({"case", "cached"})->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_NufftStagesGpu)
     ->ArgsProduct({{4, 5}, {3, 5}, {0, 1, 2, 3, 4, 5}})
     ->ArgNames({"case", "tol_exp", "stage"})

@@ -64,6 +64,10 @@ public:
     RArray host_real(const Shape& shape) const { return RArray::host(shape, budgets_.host); }
 
     virtual Device device() const = 0;
+    // The CUDA device's ordinal; -1 for the CPU.
+    virtual int device_index() const { return -1; }
+    // Frees the device blocks this backend keeps for reuse (and no longer charges them); thread-safe.
+    virtual void release_cached_memory() noexcept {}
     // Human-readable description (device name, threads) for logs and the status query.
     virtual std::string describe() const = 0;
 

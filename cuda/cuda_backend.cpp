@@ -71,7 +71,8 @@ public:
 
     Device device() const override { return Device::Cuda; }
     cudaStream_t stream() const { return ctx_->stream(); }
-    int device_index() const { return ctx_->device(); }
+    int device_index() const override { return ctx_->device(); }
+    void release_cached_memory() noexcept override { ctx_->release_cached_blocks(); }
 
     std::string describe() const override {
         const cudaDeviceProp& p = ctx_->props();

@@ -35,6 +35,7 @@ class CudaNufftPointSet final : public NufftPointSet {
 public:
     CudaNufftPointSet(Backend& be, const NufftGrid& g);
     Device device() const override { return Device::Cuda; }
+    size_t bytes() const override { return coords.bytes() + ints.bytes(); }
 
     NufftTiling tiling;
     long long points = 0;

@@ -103,8 +103,8 @@ public:
         const Shape& ds = tb.data.shape();  // [S, R, C]
         const size_t m = ds[0] * ds[1], coils = ds[2];
         const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
-        std::shared_ptr<Nufft> plan = plans_.get(backend_, tb.image, coils, coords, s_.nufft);
-        const std::shared_ptr<const RArray> w = density_weights(backend_, tb, s_.density);
+        std::shared_ptr<Nufft> plan = plans_.get(*cache_, backend_, tb.image, coils, coords, s_.nufft);
+        const std::shared_ptr<const RArray> w = density_weights(*cache_, backend_, tb, s_.density);
         const RArray weights = be.to_device(w->reshaped({m}));
         const NormalDecision normal =
             normal_.choose(*cache_, backend_, tb, coords, plan, w->reshaped({m}), s_.nufft, s_.solver.iterations);

@@ -57,6 +57,7 @@ public:
         backend_ = ctx.backend;
         session_ = ctx.session_id;
         chain_ = ctx.chain_name;
+        cache_ = &precompute_cache(ctx);
         if (!backend_) throw std::runtime_error("Gridding: the session has no backend");
     }
 
@@ -66,9 +67,9 @@ public:
         const Shape& ds = tb.data.shape();  // [S, R, C]
         const size_t m = ds[0] * ds[1], coils = ds[2];
         const RArray coords = tb.coords.reshaped({tb.coords.shape()[0], m});
-        Nufft& plan = *plans_.get(backend_, tb.image, coils, coords, s_.nufft);
+        Nufft& plan = *plans_.get(*cache_, backend_, tb.image, coils, coords, s_.nufft);
 
-        const auto w = density_weights(backend_, tb, s_.density);
+        const auto w = density_weights(*cache_, backend_, tb, s_.density);
         if (weights_.empty() || weights_host_ != w) {  // upload once per distinct weight array
             weights_ = be.to_device(*w);
             weights_host_ = w;
@@ -112,6 +113,7 @@ private:
     Settings s_;
     std::shared_ptr<Backend> backend_;
     std::string session_, chain_;
+    PrecomputeCache* cache_ = nullptr;
     NufftPlanCache plans_;
     std::shared_ptr<const RArray> weights_host_;
     RArray weights_;

@@ -153,15 +153,15 @@ public:
 
         // W: none by default (the array stays empty, W = I).
         std::shared_ptr<const RArray> w;
-        if (s_.density.method != config::DENSITY_NONE) w = density_weights(backend_, tb, s_.density);
+        if (s_.density.method != config::DENSITY_NONE) w = density_weights(*cache_, backend_, tb, s_.density);
         const RArray weights = w ? w->reshaped({m}) : RArray();
 
         CArray maps;
         DensityRequest cal = s_.density;
         if (cal.method == config::DENSITY_NONE) cal.method = config::DENSITY_PIPE_MENON;  // a fair low-res image
         if (coils > 1) {
-            const auto cw = density_weights(backend_, tb, cal);
-            Nufft& plan = *plans_.get(backend_, tb.image, coils, coords, s_.nufft);
+            const auto cw = density_weights(*cache_, backend_, tb, cal);
+            Nufft& plan = *plans_.get(*cache_, backend_, tb.image, coils, coords, s_.nufft);
             const CArray m4 = noncartesian_coil_maps(backend_, tb, plan, cw->reshaped({m}), s_.calibration_radius,
                                                      s_.map_kernel, s_.map_stride);
             Shape ms = tb.image;
@@ -254,8 +254,8 @@ private:
         Backend& be = *backend_;
         const Shape& ds = tb.data.shape();
         const size_t m = ds[0] * ds[1], coils = ds[2];
-        const auto w = density_weights(backend_, tb, cal);
-        Nufft& plan = *plans_.get(backend_, tb.image, coils, coords, s_.nufft);
+        const auto w = density_weights(*cache_, backend_, tb, cal);
+        Nufft& plan = *plans_.get(*cache_, backend_, tb.image, coils, coords, s_.nufft);
         CArray dw = be.empty({m, coils});
         be.mul(tb.data.reshaped({m, coils}), be.to_device(w->reshaped({m})), dw);
         Shape cs = tb.image;

@@ -74,8 +74,9 @@ int main(int argc, char** argv) {
                    "sessions that name them as their Noise measurementDependency; empty: none kept")
         ->capture_default_str();
     app.add_option("--precompute-cache-memory", options.precompute_memory,
-                   "Host memory for trajectory kernels shared by sessions (Toeplitz Q): a size or a percentage of "
-                   "--memory-limit, charged to it; least recently used kernels go first")
+                   "Memory for trajectory precomputations shared by sessions (Toeplitz Q, density weights, NUFFT "
+                   "bins): a size or a percentage of --memory-limit, charged to it (and as much on each GPU); "
+                   "least recently used entries go first, and before a session is refused")
         ->capture_default_str();
     app.add_option("--precompute-cache-dir", options.precompute_dir,
                    "Directory where those kernels are also kept across restarts; empty: memory only")

@@ -44,6 +44,12 @@ MemoryBudgets ServerMemory::admit(uint64_t need, int device, const std::string& 
         throw AdmissionError(what + ", over the " + arrays->name() + " of " + format_bytes(arrays->limit()));
     if (need > server->limit())
         throw AdmissionError(what + ", over the " + server->name() + " of " + format_bytes(server->limit()));
+    // A session first makes room in the caches charged to its budget (they are only saved work), then
+    // waits for other sessions to finish.
+    if (reclaim_ && !arrays->claim(need, std::chrono::milliseconds(0))) {
+        const uint64_t used = server->in_use();
+        if (used + need > server->limit()) reclaim_(device, used + need - server->limit());
+    }
     if (!arrays->claim(need, std::chrono::duration_cast<std::chrono::milliseconds>(wait_))) {
         const uint64_t used = server->in_use();
         throw AdmissionError("server busy: " + what + ", but other sessions hold " + format_bytes(used) + " of the " +

@@ -9,6 +9,7 @@
 // budgets as well, so data that outgrow what the header declared are stopped the same way.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -39,6 +40,17 @@ public:
     // fit beside the other sessions within the admission wait.
     MemoryBudgets admit(uint64_t need, int device, const std::string& declared) const;
 
+    // What admission may free when a session does not fit: reclaim(device, bytes) evicts that much from
+    // caches charged to the host budget (device -1) or to CUDA device `device`'s (the precompute cache)
+    // and returns what it evicted.
+    void set_reclaimer(std::function<uint64_t(int, uint64_t)> reclaim) { reclaim_ = std::move(reclaim); }
+
+    // The server's budget of CUDA device `device` (null when it has none).
+    std::shared_ptr<MemoryBudget> device_budget(int device) const {
+        const auto it = devices_.find(device);
+        return it == devices_.end() ? nullptr : it->second.budget;
+    }
+
     // "host 17.6 GiB (session 4.39 GiB); device 0 71.9 GiB (session 35.9 GiB)": for the start-up log.
     std::string describe() const;
 
@@ -55,6 +67,7 @@ private:
     std::shared_ptr<MemoryBudget> host_;
     uint64_t session_host_;
     std::map<int, Device> devices_;
+    std::function<uint64_t(int, uint64_t)> reclaim_;
 };
 
 }  // namespace larmor::server

@@ -1,6 +1,8 @@
 #include "server/server.h"
 
 #include <csignal>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include <boost/asio/post.hpp>
@@ -45,7 +47,13 @@ Server::Server(ServerOptions options)
     pc.memory_limit = parse_memory_size(env_->options.precompute_memory, host->limit(), "--precompute-cache-memory");
     pc.directory = env_->options.precompute_dir;
     pc.disk_limit = parse_memory_size(env_->options.precompute_disk, 0, "--precompute-cache-disk");
-    env_->precompute = std::make_shared<PrecomputeCache>(pc, host);
+    std::map<int, std::shared_ptr<MemoryBudget>> device_budgets;
+    for (const int d : device_ids) device_budgets[d] = env_->memory->device_budget(d);
+    env_->precompute = std::make_shared<PrecomputeCache>(pc, host, std::move(device_budgets));
+    env_->memory->set_reclaimer([cache = std::weak_ptr<PrecomputeCache>(env_->precompute)](int device, uint64_t bytes) {
+        const auto c = cache.lock();
+        return c ? c->shrink(bytes, device) : uint64_t(0);
+    });
     // Both here, so a malformed network or an unusable certificate stops the server at startup.
     access_ = AccessList(env_->options.security.allow);
     if (!env_->options.security.tls.cert.empty())

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -139,37 +140,18 @@ TEST(Density, SpiralVoronoiCoversTheDiskAndMatchesHoge) {
     EXPECT_LT(rel.back(), 0.05);
 }
 
-TEST(Density, CacheReturnsTheSameArrayAndMissesOnAnotherTrajectory) {
-    density_cache_clear();
+// density_of dispatches to the closed forms by kind (the server's cache of them is tested with the
+// gadgets, tests/noncartesian_chain_test.cpp).
+TEST(Density, DensityOfGivesEachKindsWeights) {
     const RArray k = radial_2d(radial(21, 32, 1, 16.0));
     const Shape image{32, 32};
-    const auto a = cached_density(DensityKind::radial_2d, k, image);
-    EXPECT_EQ(density_cache_hits(), 0u);
-    const auto b = cached_density(DensityKind::radial_2d, k, image);
-    EXPECT_EQ(a.get(), b.get());
-    EXPECT_EQ(density_cache_hits(), 1u);
-    const RArray fresh = density_radial_2d(k);
-    for (size_t i = 0; i < fresh.size(); ++i) ASSERT_EQ(a->data()[i], fresh.data()[i]);
-    // A copy of the same coordinates hits (the key is the content, not the buffer) ...
-    RArray copy = RArray::host(k.shape());
-    std::copy(k.data(), k.data() + k.size(), copy.data());
-    EXPECT_EQ(cached_density(DensityKind::radial_2d, copy, image).get(), a.get());
-    // ... another trajectory, another grid or another kind do not.
-    RArray moved = RArray::host(k.shape());
-    std::copy(k.data(), k.data() + k.size(), moved.data());
-    moved.data()[5] += 0.25f;
-    const uint64_t hits = density_cache_hits();
-    EXPECT_NE(cached_density(DensityKind::radial_2d, moved, image).get(), a.get());
-    EXPECT_NE(cached_density(DensityKind::radial_2d, k, Shape{32, 33}).get(), a.get());
-    EXPECT_NE(cached_density(DensityKind::voronoi, k, image).get(), a.get());
-    EXPECT_EQ(density_cache_hits(), hits);
-    // Bounded: after capacity other entries the first one is gone (a new array is computed).
-    for (size_t i = 0; i < density_cache_capacity(); ++i)
-        cached_density(DensityKind::radial_2d, radial_2d(radial(3 + static_cast<int>(i), 16, 1, 8.0)), Shape{16, 16});
-    EXPECT_EQ(density_cache_size(), density_cache_capacity());
-    EXPECT_NE(cached_density(DensityKind::radial_2d, k, image).get(), a.get());
-    density_cache_clear();
-    EXPECT_EQ(density_cache_size(), 0u);
+    auto same = [](const RArray& a, const RArray& b) {
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << i;
+    };
+    same(density_of(DensityKind::radial_2d, k, image), density_radial_2d(k));
+    same(density_of(DensityKind::voronoi, k, image), density_voronoi(k, 16.0));
+    EXPECT_THROW(density_of(DensityKind::voronoi, k, Shape{}), std::invalid_argument);
 }
 
 }  // namespace

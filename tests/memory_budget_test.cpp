@@ -16,6 +16,7 @@
 #include "core/backend.h"
 #include "core/memory_budget.h"
 #include "gadgets/encoding.h"
+#include "gadgets/precompute_cache.h"
 #include "server/memory_admission.h"
 #include "server/memory_limits.h"
 
@@ -203,6 +204,33 @@ TEST(ServerMemory, RefusesOverTheSessionLimitAndWhenBusy) {
     EXPECT_NE(m.find("other sessions hold 800 MiB"), std::string::npos) << m;
     a = {};
     EXPECT_NO_THROW(memory.admit(400 * MiB, -1, "third, later"));
+}
+
+// Kernels in the precompute cache are charged to the server's host budget, but a host session that
+// would not fit beside them makes the cache give up its least recently used entries rather than wait.
+TEST(ServerMemory, AdmissionEvictsThePrecomputeCacheBeforeRefusing) {
+    server::MemoryLimitOptions o;
+    o.host = "1GiB";
+    o.session_host = "50%";
+    o.admission_wait = std::chrono::seconds(0);
+    server::ServerMemory memory(o, 64 * GiB, {}, &eight_gib_device);
+    auto cache = std::make_shared<PrecomputeCache>(PrecomputeCache::Options{600 * MiB, "", 0}, memory.host());
+    for (const char* key : {"a", "b", "c"})  // 3 x 128 MiB
+        cache->get(key, false, [] { return CArray::host({16 * MiB}); });
+    EXPECT_EQ(memory.host()->in_use(), 384 * MiB);
+    MemoryBudgets first = memory.admit(400 * MiB, -1, "first");  // fits beside the cache
+    EXPECT_EQ(cache->stats().entries, 3u);
+    // 784 MiB held: the next 400 MiB needs 184 MiB of the cache, two entries, oldest first.
+    EXPECT_THROW(memory.admit(400 * MiB, -1, "no reclaimer yet"), server::AdmissionError);
+    memory.set_reclaimer([&](int device, uint64_t bytes) { return cache->shrink(bytes, device); });
+    MemoryBudgets second = memory.admit(400 * MiB, -1, "second");
+    EXPECT_EQ(cache->stats().entries, 1u);
+    EXPECT_EQ(cache->stats().evicted, 2u);
+    EXPECT_EQ(cache->get("c", false, [] { return CArray::host({1}); }).source, PrecomputeCache::Source::Memory);
+    // With the cache empty and the sessions holding the rest, a third is still told the server is busy.
+    const std::string m = refusal([&] { memory.admit(400 * MiB, -1, "third"); });
+    EXPECT_NE(m.find("server busy: third"), std::string::npos) << m;
+    EXPECT_EQ(cache->stats().entries, 0u);
 }
 
 TEST(BackendBudget, CpuArraysAreChargedAndRefusedBeforeAllocation) {

@@ -11,13 +11,18 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <thread>
+#include <vector>
 
 #include "core/trajectory/density.h"
+#include "core/trajectory/trajectory.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
 #include "gadgets/precompute_cache.h"
 #include "gadgets/noncart/density_weights.h"
+#include "gadgets/noncart/nufft_bins.h"
 #include "tests/support/gadget_harness.h"
 #include "tests/support/phantom_truth.h"
 #include "tools/phantom/phantom.h"
@@ -253,8 +258,8 @@ TEST(NoncartesianChain, ToeplitzKernelIsComputedOncePerServer) {
     EXPECT_EQ(source(first), "Toeplitz, Q computed");
     EXPECT_EQ(source(second), "Toeplitz, Q cached (memory)");
     EXPECT_EQ(pixels(first.images.at(0)), pixels(second.images.at(0)));
-    EXPECT_EQ(server->stats().computed, 1u);
-    EXPECT_EQ(server->stats().memory_hits, 1u);
+    EXPECT_EQ(server->stats().computed, 3u);  // Q, the Pipe-Menon weights and the NUFFT's bins, once each
+    EXPECT_EQ(server->stats().memory_hits, 3u);
     auto restarted = std::make_shared<PrecomputeCache>(o);
     const Output third = run(cg_sense_chain(config::CgSense::NORMAL_TOEPLITZ), ds, cpu(), restarted);
     EXPECT_EQ(source(third), "Toeplitz, Q cached (disk)");
@@ -308,16 +313,46 @@ TEST(NoncartesianChain, StackOfStarsAndKooshballGrid) {
     }
 }
 
-TEST(NoncartesianChain, DensityWeightsAreComputedOncePerTrajectory) {
-    trajectory::density_cache_clear();
+// Density weights live in the server's precompute cache: a protocol's repetitions and a later
+// session with the same trajectory take them from there (charged to the cache, not to the session);
+// Pipe-Menon weights are also written to the cache's directory and read back by a restarted server,
+// while the closed forms, cheaper to compute than to read, stay in memory.
+TEST(NoncartesianChain, DensityWeightsAreComputedOncePerServer) {
     auto spec = spec_of(Trajectory::radial, 48, 2);
     spec.repetitions = 3;  // the same spokes three times
     const auto ds = phantom_dataset(spec, "repeat");
-    const Output o = run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu());
-    ASSERT_EQ(o.images.size(), 3u);
-    EXPECT_EQ(trajectory::density_cache_size(), 1u);
-    EXPECT_EQ(trajectory::density_cache_hits(), 2u);
-    EXPECT_EQ(pixels(o.images[0]), pixels(o.images[2]));
+    const std::string dir = ::testing::TempDir() + "larmor-dcache-" + std::to_string(::getpid());
+    PrecomputeCache::Options opts;
+    opts.directory = dir;
+    auto server = std::make_shared<PrecomputeCache>(opts);
+    // Each session's first buffer also takes the NUFFT's binned points from the cache (one more entry
+    // per trajectory, memory only; gadgets/noncart/nufft_bins.h).
+    const Output analytic = run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu(), server);
+    ASSERT_EQ(analytic.images.size(), 3u);
+    EXPECT_EQ(server->stats().computed, 2u);     // the ramp and the bins
+    EXPECT_EQ(server->stats().memory_hits, 2u);  // the ramp, for repetitions 2 and 3
+    EXPECT_EQ(pixels(analytic.images[0]), pixels(analytic.images[2]));
+    EXPECT_GE(server->stats().bytes, 48u * 2 * 48 * sizeof(float));  // charged to the cache
+    const Output pm = run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu(), server);
+    EXPECT_EQ(server->stats().computed, 3u);  // the Pipe-Menon weights; the bins were there
+    EXPECT_EQ(server->stats().entries, 3u);
+    const Output again = run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu(), server);
+    EXPECT_EQ(server->stats().computed, 3u);
+    EXPECT_EQ(pixels(pm.images[0]), pixels(again.images[0]));
+    // A restarted server: Pipe-Menon from the directory, the analytic ramp (and the bins) computed again.
+    auto restarted = std::make_shared<PrecomputeCache>(opts);
+    const Output from_disk = run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu(), restarted);
+    EXPECT_EQ(restarted->stats().disk_hits, 1u);
+    EXPECT_EQ(restarted->stats().computed, 1u);  // the bins
+    EXPECT_EQ(pixels(pm.images[0]), pixels(from_disk.images[0]));
+    run(gridding_chain(config::DENSITY_ANALYTIC), ds, cpu(), restarted);
+    EXPECT_EQ(restarted->stats().computed, 2u);
+    // Another trajectory (one spoke turned, in the first repetition) is another entry of each.
+    test::Dataset turned = ds;
+    turned.acquisitions[1].traj[80] += 0.01f;  // near the centre: stays inside the range
+    run(gridding_chain(config::DENSITY_ANALYTIC), turned, cpu(), restarted);
+    EXPECT_EQ(restarted->stats().computed, 4u);
+    std::filesystem::remove_all(dir);
 }
 
 TEST(NoncartesianChain, BadTrajectoriesAreRefusedByName) {
@@ -368,6 +403,76 @@ TEST(NoncartesianChain, ShippedChainsParse) {
         EXPECT_EQ(chain.name(), name);
         for (const auto& g : chain.gadget()) EXPECT_NO_THROW(make_gadget(g)) << gadget_display_name(g);
     }
+}
+
+// Plans of two sessions (two backends) for one trajectory share the binned points the cache keeps:
+// the second does not sort again, both give the adjoint of a plan that binned its own, they can run at
+// once (the point set is only read), and an evicted set stays valid for the plans holding it.
+void check_shared_bins(const std::function<std::shared_ptr<Backend>()>& make, int device) {
+    const Shape image{40, 40};
+    const size_t coils = 3, m = 64 * 30;
+    trajectory::RadialSpec spec;
+    spec.spokes = 30;
+    spec.samples = 64;
+    spec.kmax = 20.0;
+    const RArray k = trajectory::radial_2d(spec).reshaped({2, m});
+    PrecomputeCache cache(PrecomputeCache::Options{});
+    CachedNufftBins source(cache), again(cache);
+    auto be1 = make(), be2 = make();
+    auto a = Nufft::create(be1, image, coils, k, {}, &source);
+    EXPECT_EQ(source.last_source(), PrecomputeCache::Source::Computed);
+    auto b = Nufft::create(be2, image, coils, k, {}, &again);
+    EXPECT_EQ(again.last_source(), PrecomputeCache::Source::Memory);
+    EXPECT_TRUE(a->shared_bins() && b->shared_bins());
+    auto own = Nufft::create(be1, image, coils, k, {});
+    EXPECT_FALSE(own->shared_bins());
+    const PrecomputeCache::Stats st = cache.stats();
+    EXPECT_EQ(st.entries, 1u);
+    if (device < 0) EXPECT_GT(st.bytes, m * sizeof(float));  // host vectors, charged to the cache
+    else EXPECT_GT(st.device_bytes, m * sizeof(float));       // the cache's own backend's arrays
+
+    CArray y = CArray::host({m, coils});
+    for (size_t i = 0; i < y.size(); ++i) y.data()[i] = cfloat(std::sin(0.37f * i), std::cos(0.11f * i));
+    auto adjoint = [&](Nufft& op, Backend& be) {
+        CArray x = be.empty(op.ishape());
+        op.adjoint(be.to_device(y), x);
+        const CArray h = be.to_host(x);
+        return std::vector<cfloat>(h.data(), h.data() + h.size());
+    };
+    const auto ref = adjoint(*own, *be1);
+    auto max_diff = [](const std::vector<cfloat>& u, const std::vector<cfloat>& v) {
+        double d = 0;
+        for (size_t i = 0; i < u.size(); ++i) d = std::max(d, double(std::abs(u[i] - v[i])));
+        return d;
+    };
+    std::vector<cfloat> ra, rb;
+    std::thread t1([&] { for (int i = 0; i < 20; ++i) ra = adjoint(*a, *be1); });
+    std::thread t2([&] { for (int i = 0; i < 20; ++i) rb = adjoint(*b, *be2); });
+    t1.join();
+    t2.join();
+    double norm = 0;
+    for (const cfloat& v : ref) norm = std::max(norm, double(std::abs(v)));
+    // CUDA spreads with atomics: equal up to the order of the sums.
+    EXPECT_LT(max_diff(ra, ref) + max_diff(rb, ref), 1e-5 * norm);
+
+    EXPECT_GT(cache.shrink(uint64_t(1) << 40, device), 0u);
+    EXPECT_EQ(cache.stats().entries, 0u);
+    EXPECT_LT(max_diff(adjoint(*b, *be2), ref), 1e-5 * norm);  // b still holds the evicted set
+    a.reset();
+    b.reset();
+    // Freed with its last plan: nothing left on the host; on a GPU only the cache backend's own scratch
+    // (16 KiB on the H200), not the set's blocks.
+    if (device < 0) EXPECT_EQ(cache.stats().bytes, 0u);
+    else EXPECT_LT(cache.stats().device_bytes, std::min<uint64_t>(st.device_bytes, 64 * 1024));
+}
+
+TEST(NoncartesianChain, NufftBinsAreSharedThroughThePrecomputeCacheOnCpu) {
+    check_shared_bins([] { return make_cpu_backend(2); }, -1);
+}
+
+TEST(NoncartesianChain, NufftBinsAreSharedThroughThePrecomputeCacheOnCuda) {
+    if (!cuda_available()) GTEST_SKIP() << "no usable CUDA device";
+    check_shared_bins([] { return make_cuda_backend(0); }, 0);
 }
 
 TEST(NoncartesianChain, CudaMatchesCpu) {

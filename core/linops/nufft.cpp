@@ -19,8 +19,27 @@ struct Plan {
     Shape image;
     RArray u;                   // [dims, M], grid units wrapped into [0, n_a)
     RArray u_host;              // staging for set_points (the device's u is uploaded from it)
-    std::unique_ptr<NufftPointSet> points;
+    std::shared_ptr<const NufftPointSet> points;
+    bool shared_points = false;  // from a NufftBinSource: other plans (other streams) may hold it too
+    std::shared_ptr<Backend> be;
     std::unique_ptr<NufftGridFft> fft;  // plain in-place DFT over the grid's axes
+
+    Plan() = default;
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    // A shared set is freed on the stream of the backend that binned it, so this plan's own work
+    // that reads it must be done before letting go.
+    void let_go_of_points() {
+        if (shared_points && points && be) be->synchronize();
+        points.reset();
+        shared_points = false;
+    }
+    ~Plan() {
+        try {
+            let_go_of_points();
+        } catch (...) {  // a failed device: nothing left to wait for
+        }
+    }
 };
 
 }  // namespace nufft_detail
@@ -66,7 +85,7 @@ void interp(Backend& be, const Plan& p, const CArray& grid, CArray& samples) {
 
 // Validates coords [dims, M] (cycles per FOV) and writes the grid coordinates u = sigma_a k + n_a/2,
 // wrapped into [0, n_a), into p.u_host; then uploads them and bins the points.
-void load_points(Backend& be, Plan& p, const RArray& coords, const char* who) {
+void load_points(Backend& be, Plan& p, const RArray& coords, const char* who, NufftBinSource* source) {
     const int dims = p.g.dims;
     const long long M = p.g.points;
     if (coords.shape().rank() != 2 || coords.shape()[0] != size_t(dims) || coords.shape()[1] != size_t(M))
@@ -93,10 +112,24 @@ void load_points(Backend& be, Plan& p, const RArray& coords, const char* who) {
             if (!(gf >= 0.f && gf < float(n))) gf = 0.f;  // rounding at the wrap: g = n or a hair below 0
             u[m * dims + a] = gf;
         }
+    p.let_go_of_points();
     be.copy(p.u_host, p.u);
-    p.points.reset();
-    p.points = be.device() == Device::Cpu ? cpu::nufft_bin_points(p.g, p.u) : cuda::nufft_bin_points(be, p.g, p.u);
+    if (source) {
+        p.points = source->bins(be, p.g, p.u, p.u_host);
+        if (!p.points) throw std::runtime_error(std::string(who) + ": the bin source gave no point set");
+        p.shared_points = true;
+    } else {
+        p.points = nufft_bin_points(be, p.g, p.u);
+    }
 }
+
+}  // namespace
+
+std::unique_ptr<NufftPointSet> nufft_bin_points(Backend& be, const NufftGrid& g, const RArray& u) {
+    return be.device() == Device::Cpu ? cpu::nufft_bin_points(g, u) : cuda::nufft_bin_points(be, g, u);
+}
+
+namespace {
 
 // C: the convolution alone, grid [n..., batch] -> points [M, batch].
 class NufftInterpolation final : public LinearOperator {
@@ -116,7 +149,7 @@ private:
 }  // namespace
 
 std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& image, size_t batch,
-                                     const RArray& coords, const NufftOptions& opts) {
+                                     const RArray& coords, const NufftOptions& opts, NufftBinSource* bins) {
     if (!be) throw std::invalid_argument("Nufft: null backend");
     const int dims = image.rank();
     if (dims < 1 || dims > 3)
@@ -136,6 +169,7 @@ std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& i
 
     const nufft_detail::KernelShape ks = nufft_detail::choose_kernel(opts.tolerance, opts.upsampling);
     auto plan = std::make_shared<Plan>();
+    plan->be = be;
     plan->image = image;
     NufftGrid& g = plan->g;
     g.dims = dims;
@@ -180,7 +214,7 @@ std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& i
     Shape cshape{size_t(dims), size_t(g.points)};
     plan->u_host = be->host_real(cshape);
     plan->u = be->empty_real(cshape);
-    load_points(*be, *plan, coords, "Nufft");
+    load_points(*be, *plan, coords, "Nufft", bins);
     plan->fft = be->device() == Device::Cpu ? cpu::nufft_grid_fft(g) : cuda::nufft_grid_fft(*be, g);
 
     Shape ishape = image;
@@ -200,7 +234,11 @@ Nufft::Nufft(Key, std::shared_ptr<Backend> be, const Shape& ishape, const Shape&
 
 Nufft::~Nufft() = default;
 
-void Nufft::set_points(const RArray& coords) { load_points(backend(), *plan_, coords, "Nufft::set_points"); }
+void Nufft::set_points(const RArray& coords) {
+    load_points(backend(), *plan_, coords, "Nufft::set_points", nullptr);
+}
+
+bool Nufft::shared_bins() const { return plan_->shared_points; }
 
 LinOp Nufft::interpolation() {
     return std::make_shared<NufftInterpolation>(backend_ptr(), grid_, oshape(), plan_);

@@ -16,6 +16,20 @@ struct NufftOptions {
     double upsampling = 2.0;   // oversampling sigma of the grid, 1.25 .. 2 (each grid axis rounded up to an FFT-friendly even size)
 };
 
+// Where a new plan takes its binned points from when several sessions reconstruct the same
+// trajectory on one device: binning depends only on the grid, the kernel width and the points, so a
+// server keeps the sets it has binned (gadgets/noncart/nufft_bins.h) and a plan for the same trajectory
+// takes one instead of sorting again. Nufft::create asks it; set_points (a moving real-time window,
+// whose every frame is new) bins privately.
+class NufftBinSource {
+public:
+    virtual ~NufftBinSource() = default;
+    // The point set for grid g (its batch included) and coordinates u: grid units wrapped into [0, n_a),
+    // [dims, M], on be's device after be's pending work; u_host holds the same values on the host.
+    virtual std::shared_ptr<const NufftPointSet> bins(Backend& be, const NufftGrid& g, const RArray& u,
+                                                      const RArray& u_host) = 0;
+};
+
 namespace nufft_detail {
 struct Plan;  // grid, points and kernels shared by the operator and its interpolation()
 }
@@ -29,8 +43,10 @@ class Nufft final : public LinearOperator {
 public:
     // coords: RArray [dims, M] in cycles per FOV, each coordinate in [-N_a/2, N_a/2] (else invalid_argument
     // naming the point, axis and value; NaN refused too), on the host or on the backend's device.
+    // bins: where the binned points come from (null: binned by this plan).
     static std::shared_ptr<Nufft> create(std::shared_ptr<Backend> be, const Shape& image, size_t batch,
-                                         const RArray& coords, const NufftOptions& opts = {});
+                                         const RArray& coords, const NufftOptions& opts = {},
+                                         NufftBinSource* bins = nullptr);
     // New points, same M (a real-time sliding window moves its spokes every frame): only the binning
     // is redone; nothing else is reallocated.
     void set_points(const RArray& coords);
@@ -41,6 +57,8 @@ public:
     LinOp interpolation();
     const NufftGrid& grid() const;
     size_t points() const;
+    // Whether the binned points came from a NufftBinSource (and may be another plan's too).
+    bool shared_bins() const;
 
     Nufft(Key, std::shared_ptr<Backend> be, const Shape& ishape, const Shape& oshape,
           std::shared_ptr<nufft_detail::Plan> plan, RArray weight);

@@ -52,11 +52,24 @@ public:
     std::vector<float> su;          // coordinates in sorted order [M, dims]
     std::vector<std::vector<ll>> colour;  // non-empty tiles of each colour (spreading)
     std::vector<ll> nonempty;       // all non-empty tiles (interpolation)
-    // Per-thread tile buffers [pad..., batch], allocated with the binning and reused by every call.
-    mutable std::vector<std::vector<cfloat>> buffers;
 
     ll buffer_size() const { return pad[0] * pad[1] * pad[2] * batch; }
+    size_t bytes() const override {
+        size_t b = begin.size() * sizeof(ll) + order.size() * sizeof(int) + su.size() * sizeof(float) +
+                   nonempty.size() * sizeof(ll);
+        for (const auto& c : colour) b += c.size() * sizeof(ll);
+        return b;
+    }
 };
+
+// The calling thread's tile buffer of at least n elements. Per thread rather than per point set, so
+// sets shared by several sessions' plans are only read; each OpenMP worker keeps its buffer (grown to
+// the largest tile it has seen) between calls.
+cfloat* thread_buffer(ll n) {
+    thread_local std::vector<cfloat> buffer;
+    if (buffer.size() < size_t(n)) buffer.resize(size_t(n));
+    return buffer.data();
+}
 
 // The divisor of n closest to `target` from above or below that is >= w (n itself if none smaller).
 ll choose_tile(ll n, ll target, int w) {
@@ -287,7 +300,6 @@ std::unique_ptr<NufftPointSet> nufft_bin_points(const NufftGrid& g, const RArray
         std::stable_sort(list.begin(), list.end(), [&](ll a, ll b) {
             return p->begin[size_t(a + 1)] - p->begin[size_t(a)] > p->begin[size_t(b + 1)] - p->begin[size_t(b)];
         });
-    p->buffers.assign(size_t(omp_get_max_threads()), std::vector<cfloat>(size_t(p->buffer_size() + g.batch)));
     return p;
 }
 
@@ -298,13 +310,12 @@ void nufft_spread(const NufftGrid& g, const NufftPointSet& ps, const CArray& sam
     const float beta = g.beta;
     const cfloat* in = samples.data();
     cfloat* out = grid.data();
-    const int nthreads = int(p.buffers.size());
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel
     {
         const ll total = G * B;
 #pragma omp for schedule(static)
         for (ll i = 0; i < total; ++i) out[i] = cfloat(0.f, 0.f);
-        cfloat* buf = p.buffers[size_t(omp_get_thread_num())].data();
+        cfloat* buf = thread_buffer(bsize + B);
         cfloat* sb = buf + bsize;  // the point's samples, one per transform
         for (const auto& list : p.colour) {
 #pragma omp for schedule(dynamic, 1)
@@ -338,10 +349,9 @@ void nufft_interp(const NufftGrid& g, const NufftPointSet& ps, const CArray& gri
     const float beta = g.beta;
     const cfloat* in = grid.data();
     cfloat* out = samples.data();
-    const int nthreads = int(p.buffers.size());
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel
     {
-        cfloat* buf = p.buffers[size_t(omp_get_thread_num())].data();
+        cfloat* buf = thread_buffer(p.buffer_size() + B);
         cfloat* acc = buf + p.buffer_size();
 #pragma omp for schedule(dynamic, 1)
         for (ll li = 0; li < ll(p.nonempty.size()); ++li) {

@@ -29,10 +29,14 @@ struct NufftGrid {
 
 // The points of a plan as one device keeps them (sorted, binned); made by nufft_bin_points and reused
 // by every spread and interpolation until the points change ("set points" of a FINUFFT plan).
+// A point set is not modified once binned, so plans of several sessions on one device may share it
+// (gadgets/noncart/nufft_bins.h); the CPU kernels keep their tile buffers per thread, not in the set.
 class NufftPointSet {
 public:
     virtual ~NufftPointSet() = default;
     virtual Device device() const = 0;
+    // Memory the set holds (host vectors on the CPU, device arrays on CUDA), for a cache's accounting.
+    virtual size_t bytes() const = 0;
 };
 
 // Arguments shared by both devices:
@@ -59,6 +63,10 @@ public:
     virtual ~NufftGridFft() = default;
     virtual void execute(CArray& grid, FFTDirection dir) = 0;
 };
+
+// The point set of u for grid g on be's device (cpu:: or cuda::nufft_bin_points); its device arrays are
+// allocated by (and charged to) `be`.
+std::unique_ptr<NufftPointSet> nufft_bin_points(Backend& be, const NufftGrid& g, const RArray& u);
 
 // Throws std::invalid_argument naming the shapes unless image has the grid's dims and fits it, weight
 // holds one value per pixel, x and grid hold batch images and grids, and all three live on `device`.

@@ -1,5 +1,5 @@
 #pragma once
-// Analytic density compensation weights for the trajectories of trajectory.h, and a process-wide cache.
+// Analytic density compensation weights for the trajectories of trajectory.h.
 //
 // Weights are an RArray [samples, readouts] (host) scaled as quadrature weights of k-space in cycles per
 // FOV: sum_i w_i f(k_i) ~ integral of f over the sampled region, so a constant 1 sums to the area of the
@@ -7,9 +7,6 @@
 // pi kmax^2 x partitions (dkz = 1) for a stack of stars. An adjoint NUFFT of w * y then approximates the
 // inverse Fourier integral with the N^{-1/2} normalisation of core's forward NUFFT.
 // (Pipe-Menon iterative weights need the NUFFT kernel and live with it.)
-#include <cstdint>
-#include <memory>
-
 #include "core/array.h"
 #include "core/shape.h"
 
@@ -44,16 +41,8 @@ RArray density_hoge(const RArray& coords);
 enum class DensityKind { radial_2d, stack_of_stars, radial_3d, voronoi, hoge };
 const char* to_string(DensityKind kind);
 
-// Weights of `kind` for coords (cycles per FOV) on a grid `image`, from a process-wide LRU cache keyed by
-// trajectory_hash(coords, image), the kind and `partitions` (stack of stars only; ignored otherwise),
-// so a repeated protocol pays once. Voronoi cells are clipped to kmax = image[0] / 2. Thread-safe; at
-// most density_cache_capacity() entries. A returned array is never modified.
-std::shared_ptr<const RArray> cached_density(DensityKind kind, const RArray& coords, const Shape& image,
-                                             int partitions = 1);
-size_t density_cache_capacity();
-// Entries and hits since the last clear (for tests and logs), and clearing.
-size_t density_cache_size();
-uint64_t density_cache_hits();
-void density_cache_clear();
+// Weights of `kind` for coords (cycles per FOV) on a grid `image` ([samples, readouts] as coords);
+// `partitions` is the stack of stars' (ignored otherwise); Voronoi cells are clipped to kmax = image[0] / 2.
+RArray density_of(DensityKind kind, const RArray& coords, const Shape& image, int partitions = 1);
 
 }  // namespace larmor::trajectory

@@ -1,10 +1,8 @@
 #include "gadgets/noncart/density_weights.h"
 
-#include <list>
-#include <mutex>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 #include "core/recon/pipe_menon_density.h"
 #include "core/trajectory/density.h"
@@ -12,47 +10,6 @@
 
 namespace larmor {
 namespace {
-
-// Pipe-Menon weights cost tens of spread/interpolation passes: a small LRU cache of its own beside the
-// analytic one of core/trajectory (which covers the closed forms), keyed by trajectory hash, grid,
-// iterations and kernel tolerance. Weights do not depend on the device, so one cache serves every
-// session whatever its backend.
-class PipeMenonCache {
-public:
-    std::shared_ptr<const RArray> get(const std::shared_ptr<Backend>& be, const Shape& image, const RArray& coords,
-                                      const DensityRequest& r) {
-        const Key key{trajectory::trajectory_hash(coords, image), image.str(), r.iterations, r.tolerance};
-        {
-            std::lock_guard<std::mutex> lock(m_);
-            for (auto it = entries_.begin(); it != entries_.end(); ++it)
-                if (it->first == key) {
-                    entries_.splice(entries_.begin(), entries_, it);
-                    return it->second;
-                }
-        }
-        // Computed outside the lock: two sessions meeting the same new trajectory at once both compute
-        // it (same result), rather than one session's reconstruction waiting for the other's.
-        PipeMenonOptions o;
-        o.iterations = r.iterations;
-        o.tolerance = r.tolerance;
-        auto w = std::make_shared<const RArray>(pipe_menon_density(be, image, coords, o));
-        std::lock_guard<std::mutex> lock(m_);
-        entries_.emplace_front(key, w);
-        if (entries_.size() > kCapacity) entries_.pop_back();
-        return w;
-    }
-
-private:
-    static constexpr size_t kCapacity = 16;
-    using Key = std::tuple<uint64_t, std::string, int, double>;
-    std::mutex m_;
-    std::list<std::pair<Key, std::shared_ptr<const RArray>>> entries_;
-};
-
-PipeMenonCache& pipe_menon_cache() {
-    static PipeMenonCache c;
-    return c;
-}
 
 trajectory::DensityKind analytic_kind(const TrajectoryBuffer& tb) {
     const size_t dims = tb.coords.shape()[0];
@@ -98,31 +55,67 @@ const char* density_name(config::DensityCompensation method) {
     }
 }
 
-std::shared_ptr<const RArray> density_weights(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb,
-                                              const DensityRequest& request) {
+std::string density_key(const TrajectoryBuffer& tb, const DensityRequest& request) {
     const size_t dims = tb.coords.shape()[0], m = tb.coords.size() / dims;
-    const RArray coords = tb.coords.reshaped({dims, m});
+    const unsigned long long hash = trajectory::trajectory_hash(tb.coords, tb.image);
+    char key[256];
+    switch (request.method) {
+        case config::DENSITY_NONE:
+        case config::DENSITY_FROM_STREAM: return "";
+        case config::DENSITY_ANALYTIC:
+            std::snprintf(key, sizeof key, "density v1 analytic %s partitions %zu image %s points %zu trajectory %016llx",
+                          trajectory::to_string(analytic_kind(tb)), tb.partitions, tb.image.str().c_str(), m, hash);
+            return key;
+        case config::DENSITY_VORONOI:
+            std::snprintf(key, sizeof key, "density v1 voronoi image %s points %zu trajectory %016llx",
+                          tb.image.str().c_str(), m, hash);
+            return key;
+        default:
+            std::snprintf(key, sizeof key,
+                          "density v1 pipe-menon iterations %d tolerance %g image %s points %zu trajectory %016llx",
+                          request.iterations, request.tolerance, tb.image.str().c_str(), m, hash);
+            return key;
+    }
+}
+
+std::shared_ptr<const RArray> density_weights(PrecomputeCache& cache, const std::shared_ptr<Backend>& be,
+                                              const TrajectoryBuffer& tb, const DensityRequest& request) {
+    const size_t dims = tb.coords.shape()[0], m = tb.coords.size() / dims;
     switch (request.method) {
         case config::DENSITY_NONE: {
             auto w = std::make_shared<RArray>(RArray::host({m}));
             std::fill(w->data(), w->data() + m, 1.f);
             return w;
         }
-        case config::DENSITY_ANALYTIC: {
-            auto w = trajectory::cached_density(analytic_kind(tb), tb.coords, tb.image, static_cast<int>(tb.partitions));
-            return std::make_shared<const RArray>(w->reshaped({m}));
-        }
-        case config::DENSITY_VORONOI: {
+        case config::DENSITY_FROM_STREAM: return stream_weights(tb, m);
+        case config::DENSITY_VORONOI:
             if (dims != 2)
                 throw std::runtime_error("Voronoi density weights need a 2D trajectory; this one has " +
                                          std::to_string(dims) + "D coordinates (use DENSITY_PIPE_MENON)");
-            auto w = trajectory::cached_density(trajectory::DensityKind::voronoi, tb.coords, tb.image);
-            return std::make_shared<const RArray>(w->reshaped({m}));
-        }
-        case config::DENSITY_FROM_STREAM: return stream_weights(tb, m);
-        default:
-            return pipe_menon_cache().get(be, tb.image, coords, request);
+            break;
+        default: break;
     }
+    const std::string key = density_key(tb, request);  // refuses an analytic request without a closed form
+    const bool persistent = request.method != config::DENSITY_ANALYTIC;
+    const PrecomputeCache::RealEntry e = cache.get_real(key, persistent, [&]() -> RArray {
+        switch (request.method) {
+            case config::DENSITY_ANALYTIC:
+                return trajectory::density_of(analytic_kind(tb), tb.coords, tb.image, static_cast<int>(tb.partitions))
+                    .reshaped({m});
+            case config::DENSITY_VORONOI:
+                return trajectory::density_of(trajectory::DensityKind::voronoi, tb.coords, tb.image).reshaped({m});
+            default: {
+                PipeMenonOptions o;
+                o.iterations = request.iterations;
+                o.tolerance = request.tolerance;
+                return be->to_host(pipe_menon_density(be, tb.image, tb.coords.reshaped({dims, m}), o));
+            }
+        }
+    });
+    if (e.value->size() != m)
+        throw std::runtime_error("density weights: the cache's entry '" + key + "' holds " +
+                                 std::to_string(e.value->size()) + " weights for " + std::to_string(m) + " samples");
+    return e.value;
 }
 
 }  // namespace larmor

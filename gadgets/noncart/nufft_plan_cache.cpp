@@ -4,13 +4,16 @@
 
 namespace larmor {
 
-std::shared_ptr<Nufft> NufftPlanCache::get(const std::shared_ptr<Backend>& be, const Shape& image, size_t batch,
-                                           const RArray& coords, const NufftOptions& opts) {
+std::shared_ptr<Nufft> NufftPlanCache::get(PrecomputeCache& cache, const std::shared_ptr<Backend>& be,
+                                           const Shape& image, size_t batch, const RArray& coords,
+                                           const NufftOptions& opts) {
     const size_t points = coords.size() / coords.shape()[0];
     const uint64_t hash = trajectory::trajectory_hash(coords, image);
     if (!plan_ || image != image_ || batch != batch_ || points != points_ || opts.tolerance != tolerance_ ||
         opts.upsampling != upsampling_) {
-        plan_ = Nufft::create(be, image, batch, coords, opts);
+        if (!bins_) bins_ = std::make_unique<CachedNufftBins>(cache);
+        plan_.reset();  // its memory back before the new one is made
+        plan_ = Nufft::create(be, image, batch, coords, opts, bins_.get());
         image_ = image;
         batch_ = batch;
         points_ = points;

@@ -69,10 +69,7 @@ larmor::RArray stream_density_weights(const PhantomSpec& s, const larmor::RArray
     }
     case StreamWeights::analytic: {
       const int partitions = s.trajectory == Trajectory::stack_of_stars ? s.nz : 1;
-      const auto cached = trajectory::cached_density(analytic_kind(s.trajectory), read, image, partitions);
-      larmor::RArray w = larmor::RArray::host({m});  // a copy: the cache's arrays are never modified
-      std::copy_n(cached->data(), m, w.data());
-      return w;
+      return trajectory::density_of(analytic_kind(s.trajectory), read, image, partitions).reshaped({m});
     }
     case StreamWeights::none: break;
   }
