@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 
@@ -26,16 +27,24 @@ bool gadgetron_client_available() { return is_file(gadgetron_client_dir() + "/bu
 GadgetronClients build_gadgetron_clients() {
     static std::mutex m;
     const std::lock_guard<std::mutex> lock(m);
-    const std::string out = std::string(LARMOR_BINARY_DIR) + "/gtclient";
+    // Beside the build folders rather than in one: the clients do not depend on Larmor's build flags,
+    // so the normal, ASan and TSan builds of CI share one build of them (each took its turn before).
+    const char* dir = std::getenv("LARMOR_GTCLIENT_DIR");
+    const std::string out = dir && *dir ? std::string(dir) : std::string(LARMOR_SOURCE_DIR) + "/build-gtclient";
     GadgetronClients c{out + "/gadgetron_ismrmrd_client_head", out + "/gadgetron_ismrmrd_client_v41"};
-    if (is_file(c.head) && is_file(c.v41)) return c;
-    // flock(1): two test processes never build into the same folder at once.
+    static bool built = false;
+    if (built) return c;
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);  // for the lock file; build.sh fills it
+    // flock(1): two test processes never build into the same folder at once, and none takes a binary
+    // another is still linking (the script returns at once when both are there).
     const ProcessResult r = run_process(
-        {"/usr/bin/flock", out + ".lock", "/bin/bash", gadgetron_client_dir() + "/build.sh", out},
+        {"/usr/bin/flock", out + "/.lock", "/bin/bash", gadgetron_client_dir() + "/build.sh", out},
         std::chrono::seconds(600));
     if (r.exit_code != 0 || !is_file(c.head) || !is_file(c.v41))
         throw std::runtime_error("building the Gadgetron clients failed (exit " + std::to_string(r.exit_code) +
                                  "):\n" + r.output);
+    built = true;
     return c;
 }
 

@@ -19,8 +19,9 @@ struct GadgetronClients {
     std::string v41;   // gadgetron_ismrmrd_client_v41
 };
 
-// Builds both clients once into <build>/gtclient with the shared build script (about 15 s the first
-// time; tests running in parallel wait for each other on a lock file). Throws std::runtime_error
+// Builds both clients once into <source>/build-gtclient ($LARMOR_GTCLIENT_DIR when set), shared by every
+// build folder, with the shared build script (about 15 s the first time; tests running in parallel, in
+// any build, wait for each other on a lock file). Throws std::runtime_error
 // with the script's output when the build fails.
 GadgetronClients build_gadgetron_clients();
 
