@@ -112,7 +112,9 @@ TlsClient::TlsClient(const std::string& host, const std::string& peer, const Tls
     SSL_set_info_callback(ssl, [](const SSL* s, int where, int ret) {
         if (!(where & SSL_CB_READ_ALERT) || (ret >> 8) != SSL3_AL_FATAL) return;
         auto* self = static_cast<TlsClient*>(SSL_get_app_data(s));
-        std::string d = SSL_alert_desc_string_long(ret);
+        // OpenSSL 3.0 names TLS 1.3's certificate_required alert (RFC 8446 section 6.2) "unknown".
+        std::string d = (ret & 0xff) == SSL_AD_CERTIFICATE_REQUIRED ? "certificate required"
+                                                                    : SSL_alert_desc_string_long(ret);
         std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return char(std::tolower(c)); });
         self->alert_ = d;
     });
