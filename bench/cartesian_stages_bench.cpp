@@ -11,7 +11,7 @@
 
 #include "bench/frame_source.h"
 #include "core/backend.h"
-#include "gadgets/kernels/coil_combination.h"
+#include "core/coils/coil_combination.h"
 #include "gadgets/kernels/line_placement.h"
 
 namespace {
@@ -74,12 +74,12 @@ void stage(benchmark::State& state, bool gpu, Op op) {
     case Op::CropReadout: run = [&] { be->crop_pad_centred(raw, half); }; break;
     case Op::Whiten: run = [&] { CArray y = be->empty(half.shape()); kernels::mix_last_axis(*be, half, w, y); }; break;
     case Op::Fft2d: run = [&] { be->fft(half, half_image, 3u, FFTDirection::Inverse); }; break;
-    case Op::Rss: run = [&] { kernels::rss_last_axis(*be, half, one); }; break;
-    case Op::Walsh: run = [&] { kernels::walsh_sensitivities(*be, half, 7, 1, maps); }; break;
-    case Op::WalshStride4: run = [&] { kernels::walsh_sensitivities(*be, half, 7, 4, maps); }; break;
-    case Op::WalshStride7: run = [&] { kernels::walsh_sensitivities(*be, half, 7, 7, maps); }; break;
-    case Op::Combine: run = [&] { kernels::combine_last_axis(*be, half, maps, one); }; break;
-    case Op::WalshCombine7: run = [&] { kernels::walsh_combine(*be, half, 7, 7, one); }; break;
+    case Op::Rss: run = [&] { coils::rss_last_axis(*be, half, one); }; break;
+    case Op::Walsh: run = [&] { coils::walsh_sensitivities(*be, half, 7, 1, maps); }; break;
+    case Op::WalshStride4: run = [&] { coils::walsh_sensitivities(*be, half, 7, 4, maps); }; break;
+    case Op::WalshStride7: run = [&] { coils::walsh_sensitivities(*be, half, 7, 7, maps); }; break;
+    case Op::Combine: run = [&] { coils::combine_last_axis(*be, half, maps, one); }; break;
+    case Op::WalshCombine7: run = [&] { coils::walsh_combine(*be, half, 7, 7, one); }; break;
     case Op::Download: run = [&] { CArray h = be->to_host(one); benchmark::DoNotOptimize(h.data()); }; break;
     case Op::DownloadMagnitude: run = [&] { be->download_part(one, ComplexPart::Magnitude, magnitude.data()); }; break;
     case Op::Alloc: run = [&] { CArray a = be->empty(raw.shape()); benchmark::DoNotOptimize(a.data()); }; break;

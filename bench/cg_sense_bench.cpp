@@ -27,12 +27,12 @@
 #include <random>
 
 #include "core/backend.h"
+#include "core/coils/calibration.h"
 #include "core/iter/cg.h"
 #include "core/linops/algebra.h"
 #include "core/linops/sampled_fft.h"
 #include "gadgets/factories.h"
 #include "gadgets/message.h"
-#include "gadgets/sense/calibration.h"
 #include "gadgets/sense/cartesian_sense.h"
 #include "core/linops/sense.h"
 
@@ -264,8 +264,8 @@ void maps_and_setup(benchmark::State& state, bool gpu, bool setup) {
     const size_t coils = static_cast<size_t>(state.range(0));
     const larmor::ReconBuffer rb = recon_buffer(*be, coils);
     auto maps = [&] {
-        const larmor::CalibrationRegion r = larmor::fully_sampled_centre(rb.ref.sampled, kN, 1, 8);
-        return larmor::sense_maps(*be, larmor::calibration_images(*be, rb.ref.data, r), 7, 7);
+        const larmor::coils::CalibrationRegion r = larmor::coils::fully_sampled_centre(rb.ref.sampled, kN, 1, 8);
+        return larmor::coils::sense_maps(*be, larmor::coils::calibration_images(*be, rb.ref.data, r), 7, 7);
     };
     const CArray m = maps();
     auto once = [&] {

@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/coils/calibration.h"
 #include "core/iter/alg.h"
-#include "gadgets/sense/calibration.h"
 #include "gadgets/sense/cartesian_sense.h"
 #include "tools/phantom/phantom.h"
 
@@ -136,8 +136,8 @@ Data make_data(int coils) {
 }
 
 CArray compute_maps(larmor::Backend& cpu, const Data& d) {
-    const larmor::CalibrationRegion r = larmor::fully_sampled_centre(d.sampled, kN, 1, 8);
-    return larmor::sense_maps(cpu, larmor::calibration_images(cpu, d.kspace, r), 7, 7);
+    const larmor::coils::CalibrationRegion r = larmor::coils::fully_sampled_centre(d.sampled, kN, 1, 8);
+    return larmor::coils::sense_maps(cpu, larmor::coils::calibration_images(cpu, d.kspace, r), 7, 7);
 }
 
 CArray solve(const std::shared_ptr<larmor::Backend>& cpu, const Data& d, const CArray& maps) {

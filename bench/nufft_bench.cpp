@@ -28,8 +28,8 @@
 #include <string>
 
 #include "core/backend.h"
+#include "core/coils/coil_combination.h"
 #include "core/linops/nufft.h"
-#include "gadgets/kernels/coil_combination.h"
 #include "gadgets/noncart/nufft_bins.h"
 #include "gadgets/precompute_cache.h"
 
@@ -264,7 +264,7 @@ void run_gridding_gpu(benchmark::State& state) {
     auto call = [&] {
         be->mul(y, w, yw);
         op->adjoint(yw, coil_images);
-        larmor::kernels::rss_last_axis(*be, coil_images, image);
+        larmor::coils::rss_last_axis(*be, coil_images, image);
     };
     const cudaStream_t stream = larmor::cuda::backend_stream(*be);
     larmor::bench::Events ev;

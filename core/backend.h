@@ -3,8 +3,8 @@
 // core/cpu (FFTW + OpenMP threads, the reference) and cuda/ (cuFFT, kernels; the product). Only what
 // is generic lives here: memory, transfers, the FFT, crop/pad, BLAS-1 and pointwise arithmetic.
 // Operators and gadgets that need more (finite differences, NUFFT, Walsh maps, line placement) bring
-// their own CPU and CUDA kernels (core/linops/*_kernels.h, gadgets/kernels/) and reach the session's
-// stream through cuda/cuda_backend.h, so the Backend does not grow with them.
+// their own CPU and CUDA kernels (core/linops/*_kernels.h, core/coils/coil_kernels.h, gadgets/kernels/)
+// and reach the session's stream through cuda/cuda_backend.h, so the Backend does not grow with them.
 // A Backend instance belongs to one session: on CUDA it owns that session's stream, plan cache and
 // handles, so concurrent sessions overlap on the GPU without sharing mutable state. It also carries the
 // session's memory budgets (core/memory_budget.h): every array it allocates is charged to them first.

@@ -14,6 +14,12 @@
 #ifndef LARMOR_NVRTC_SONAME
 #define LARMOR_NVRTC_SONAME "libnvrtc.so"
 #endif
+#ifndef LARMOR_CUSOLVER_SONAME
+#define LARMOR_CUSOLVER_SONAME "libcusolver.so"
+#endif
+#ifndef LARMOR_CUBLAS_SONAME
+#define LARMOR_CUBLAS_SONAME "libcublas.so"
+#endif
 #ifndef LARMOR_CUDA_LIBRARY_DIR
 #define LARMOR_CUDA_LIBRARY_DIR ""
 #endif
@@ -96,6 +102,48 @@ const NvrtcLibrary& nvrtc_library() {
         bind(lib, so, "nvrtcGetLTOIRSize", t.get_ltoir_size);
         bind(lib, so, "nvrtcGetLTOIR", t.get_ltoir);
         bind(lib, so, "nvrtcGetErrorString", t.get_error_string);
+    });
+}
+
+const CusolverLibrary& cusolver_library() {
+    return load_once<CusolverLibrary>(LARMOR_CUSOLVER_SONAME, [](void* lib, CusolverLibrary& t) {
+        const char* so = LARMOR_CUSOLVER_SONAME;
+        bind(lib, so, "cusolverDnCreate", t.create);
+        bind(lib, so, "cusolverDnDestroy", t.destroy);
+        bind(lib, so, "cusolverDnSetStream", t.set_stream);
+        bind(lib, so, "cusolverDnCreateSyevjInfo", t.create_syevj_info);
+        bind(lib, so, "cusolverDnDestroySyevjInfo", t.destroy_syevj_info);
+        bind(lib, so, "cusolverDnXsyevjSetSortEig", t.syevj_set_sort_eig);
+        bind(lib, so, "cusolverDnCheevjBatched_bufferSize", t.cheevj_batched_buffer_size);
+        bind(lib, so, "cusolverDnCheevjBatched", t.cheevj_batched);
+        bind(lib, so, "cusolverDnCheevd_bufferSize", t.cheevd_buffer_size);
+        bind(lib, so, "cusolverDnCheevd", t.cheevd);
+        bind(lib, so, "cusolverDnCpotrfBatched", t.cpotrf_batched);
+        bind(lib, so, "cusolverDnCpotrsBatched", t.cpotrs_batched);
+        bind(lib, so, "cusolverDnCpotrf_bufferSize", t.cpotrf_buffer_size);
+        bind(lib, so, "cusolverDnCpotrf", t.cpotrf);
+        bind(lib, so, "cusolverDnCpotrs", t.cpotrs);
+        bind(lib, so, "cusolverDnCreateGesvdjInfo", t.create_gesvdj_info);
+        bind(lib, so, "cusolverDnDestroyGesvdjInfo", t.destroy_gesvdj_info);
+        bind(lib, so, "cusolverDnXgesvdjSetSortEig", t.gesvdj_set_sort_eig);
+        bind(lib, so, "cusolverDnCgesvdjBatched_bufferSize", t.cgesvdj_batched_buffer_size);
+        bind(lib, so, "cusolverDnCgesvdjBatched", t.cgesvdj_batched);
+        bind(lib, so, "cusolverDnCgesvdj_bufferSize", t.cgesvdj_buffer_size);
+        bind(lib, so, "cusolverDnCgesvdj", t.cgesvdj);
+    });
+}
+
+const CublasLibrary& cublas_library() {
+    return load_once<CublasLibrary>(LARMOR_CUBLAS_SONAME, [](void* lib, CublasLibrary& t) {
+        const char* so = LARMOR_CUBLAS_SONAME;
+        bind(lib, so, "cublasCreate_v2", t.create);
+        bind(lib, so, "cublasDestroy_v2", t.destroy);
+        bind(lib, so, "cublasSetStream_v2", t.set_stream);
+        bind(lib, so, "cublasSetWorkspace_v2", t.set_workspace);
+        bind(lib, so, "cublasSetMathMode", t.set_math_mode);
+        bind(lib, so, "cublasCherk_v2", t.cherk);
+        bind(lib, so, "cublasCgemmStridedBatched", t.cgemm_strided_batched);
+        bind(lib, so, "cublasGetStatusName", t.get_status_name);
     });
 }
 

@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/coils/coil_combination.h"
 #include "gadgets/encoding.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
-#include "gadgets/kernels/coil_combination.h"
 #include "gadgets/typed_gadget.h"
 #include "gadgets/image_header.h"
 
@@ -52,12 +52,12 @@ public:
         CArray y = backend_->empty(combined);
         const char* step = "RSS";
         if (cfg_.method() == config::COMBINE_WALSH) {
-            kernels::walsh_combine(*backend_, img.data, kernel_, stride_, y);
+            coils::walsh_combine(*backend_, img.data, kernel_, stride_, y);
             step = "COMBINE_WALSH";
             img.meta.set("LarmorCoilMapKernel", static_cast<long>(kernel_));
             img.meta.set("LarmorCoilMapStride", static_cast<long>(stride_));
         } else {
-            kernels::rss_last_axis(*backend_, img.data, y);
+            coils::rss_last_axis(*backend_, img.data, y);
         }
         img.data = y.reshaped({s[0], s[1], s[2], 1});
         img.head.channels = 1;

@@ -6,32 +6,25 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/dense/dense.h"
+#include "core/dense/host_cholesky.h"
+
 namespace larmor {
 namespace {
 
 using cdouble = std::complex<double>;
 
 // Lower Cholesky factor of the Hermitian positive definite matrix a (row-major n x n, lower
-// triangle used), in place. Throws naming the channel where positive definiteness fails (a channel
-// without noise, or fewer noise samples than channels).
+// triangle used), in place, by LAPACK's zpotrf (core/dense/host_cholesky.h). A pivot below 1e-12 of
+// the largest diagonal entry fails as well as a non-positive one. Throws naming the channel where
+// positive definiteness fails (a channel without noise, or fewer noise samples than channels).
 void cholesky_lower(std::vector<cdouble>& a, size_t n) {
-    double max_diag = 0;
-    for (size_t i = 0; i < n; ++i) max_diag = std::max(max_diag, a[i * n + i].real());
-    for (size_t j = 0; j < n; ++j) {
-        double d = a[j * n + j].real();
-        for (size_t k = 0; k < j; ++k) d -= std::norm(a[j * n + k]);
-        if (!(d > 1e-12 * max_diag))
-            throw std::runtime_error("NoiseAdjust: the noise covariance is not positive definite at channel " +
-                                     std::to_string(j) + " of " + std::to_string(n) +
-                                     " (a channel without noise, or too few noise samples)");
-        const double ljj = std::sqrt(d);
-        a[j * n + j] = ljj;
-        for (size_t i = j + 1; i < n; ++i) {
-            cdouble s = a[i * n + j];
-            for (size_t k = 0; k < j; ++k) s -= a[i * n + k] * std::conj(a[j * n + k]);
-            a[i * n + j] = s / ljj;
-        }
-        for (size_t i = 0; i < j; ++i) a[i * n + j] = 0;  // clear the upper triangle
+    try {
+        dense::host_cholesky_lower(a.data(), n, 1e-12);
+    } catch (const dense::NotPositiveDefinite& e) {
+        throw std::runtime_error("NoiseAdjust: the noise covariance is not positive definite at channel " +
+                                 std::to_string(e.minor() - 1) + " of " + std::to_string(n) +
+                                 " (a channel without noise, or too few noise samples)");
     }
 }
 

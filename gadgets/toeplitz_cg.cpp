@@ -14,6 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/coils/calibration.h"
 #include "core/linops/sense.h"
 #include "core/recon/anatomical_weights.h"
 #include "core/recon/toeplitz_cg.h"
@@ -28,7 +29,6 @@
 #include "gadgets/noncart/cached_toeplitz.h"
 #include "gadgets/noncart/density_weights.h"
 #include "gadgets/noncart/nufft_plan_cache.h"
-#include "gadgets/sense/calibration.h"
 #include "gadgets/sense/noncartesian_sense.h"
 #include "gadgets/typed_gadget.h"
 
@@ -167,7 +167,7 @@ public:
             Shape ms = tb.image;
             ms.push_back(coils);
             maps = m4.reshaped(ms);
-            check_coil_maps(be, maps, "ToeplitzCg", "the gridded k-space centre");
+            coils::check_coil_maps(be, maps, "ToeplitzCg", "the gridded k-space centre");
         }
         if (anatomical()) setup.edge_weights = edge_weights(tb, coords, maps, cal);
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "gadgets/kernels/coil_combination.h"
+#include "core/coils/coil_combination.h"
 #include "gadgets/kernels/line_placement.h"
 #include "tests/support/reference_dft.h"
 
@@ -101,8 +101,8 @@ TEST(CoreCpuPrimitives, RssAndCombineMatchLoops) {
         CArray maps = test::random_array(s, 32);
         for (size_t i = 0; i < p; i += 7) maps.data()[i] = 0;  // a few pixels with one zero coil
         CArray r = CArray::host(rs), y = CArray::host(rs);
-        kernels::rss_last_axis(*cpu, x, r);
-        kernels::combine_last_axis(*cpu, x, maps, y);
+        coils::rss_last_axis(*cpu, x, r);
+        coils::combine_last_axis(*cpu, x, maps, y);
         std::vector<cdouble> want_r(p), want_y(p);
         for (size_t i = 0; i < p; ++i) {
             double e = 0, n = 0;
@@ -120,13 +120,13 @@ TEST(CoreCpuPrimitives, RssAndCombineMatchLoops) {
         EXPECT_LT(test::relative_error(y, want_y), 1e-5) << s.str();
     }
     CArray x = CArray::host({4, 4, 2}), bad = CArray::host({4, 2});
-    EXPECT_THROW(kernels::rss_last_axis(*cpu, x, bad), std::invalid_argument);
+    EXPECT_THROW(coils::rss_last_axis(*cpu, x, bad), std::invalid_argument);
 }
 
 TEST(CoreCpuPrimitives, CombineGivesZeroWhereMapsVanish) {
     auto cpu = make_cpu_backend();
     CArray x = test::random_array({3, 2}, 1), maps = CArray::host({3, 2}), y = CArray::host({3});
-    kernels::combine_last_axis(*cpu, x, maps, y);
+    coils::combine_last_axis(*cpu, x, maps, y);
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ(y.data()[i], cfloat(0.f, 0.f));
 }
 
@@ -264,7 +264,7 @@ TEST(CoreCpuPrimitives, WalshMatchesDirectDefinition) {
          {std::tuple<size_t, size_t, size_t, size_t, int>{24, 20, 1, 4, 5}, {16, 18, 3, 6, 4}, {20, 20, 1, 8, 7}}) {
         const auto ph = test::smooth_coil_phantom(nx, ny, nz, nc);
         CArray maps = CArray::host(ph.data.shape());
-        kernels::walsh_sensitivities(*cpu, ph.data, kernel, 1, maps);
+        coils::walsh_sensitivities(*cpu, ph.data, kernel, 1, maps);
         const auto want = walsh_loop(ph.data, kernel);
         EXPECT_LT(support_error(maps, want, ph.support), 1e-4) << ph.data.shape().str() << " kernel " << kernel;
         // unit norm in the support
@@ -298,13 +298,13 @@ TEST(CoreCpuPrimitives, WalshRecoversKnownSmoothSensitivities) {
     auto cpu = make_cpu_backend();
     const auto ph = test::smooth_coil_phantom(48, 40, 1, 8);
     CArray maps = CArray::host(ph.data.shape());
-    kernels::walsh_sensitivities(*cpu, ph.data, 5, 1, maps);
+    coils::walsh_sensitivities(*cpu, ph.data, 5, 1, maps);
     EXPECT_LT(support_error(maps, phase_referenced(ph.data, ph.true_maps), ph.support), 2e-2);
     // Combining the coil images with the estimated maps gives back the object up to one phase.
     CArray obj = CArray::host({48, 40, 1});
-    kernels::combine_last_axis(*cpu, ph.data, maps, obj);
+    coils::combine_last_axis(*cpu, ph.data, maps, obj);
     CArray rss = CArray::host({48, 40, 1});
-    kernels::rss_last_axis(*cpu, ph.data, rss);
+    coils::rss_last_axis(*cpu, ph.data, rss);
     for (size_t p = 0; p < 48 * 40; ++p)
         if (ph.support[p]) {
             ASSERT_NEAR(std::abs(obj.data()[p]), rss.data()[p].real(), 2e-2 * rss.data()[p].real()) << p;
@@ -327,7 +327,7 @@ TEST(CoreCpuPrimitives, WalshGridMatchesDoubleReference) {
                           Case{25, 2, 1, 4, 5, 3}}) {
         const auto ph = test::smooth_coil_phantom(k.nx, k.ny, k.nz, k.nc);
         CArray maps = CArray::host(ph.data.shape());
-        kernels::walsh_sensitivities(*cpu, ph.data, k.kernel, k.stride, maps);
+        coils::walsh_sensitivities(*cpu, ph.data, k.kernel, k.stride, maps);
         const auto want = walsh_grid_loop(ph.data, k.kernel, static_cast<size_t>(k.stride));
         EXPECT_LT(test::relative_error(maps, want), 1e-5)
             << ph.data.shape().str() << " kernel " << k.kernel << " stride " << k.stride;
@@ -341,8 +341,8 @@ TEST(CoreCpuPrimitives, WalshGridPointsAreThePerPixelMaps) {
     const size_t nx = 23, ny = 18, nc = 6, pixels = nx * ny;
     const auto ph = test::smooth_coil_phantom(nx, ny, 1, nc);
     CArray every = CArray::host(ph.data.shape()), grid = CArray::host(ph.data.shape());
-    kernels::walsh_sensitivities(*cpu, ph.data, 5, 1, every);
-    kernels::walsh_sensitivities(*cpu, ph.data, 5, 3, grid);
+    coils::walsh_sensitivities(*cpu, ph.data, 5, 1, every);
+    coils::walsh_sensitivities(*cpu, ph.data, 5, 3, grid);
     size_t checked = 0;
     for (size_t y = 0; y < ny; ++y)
         for (size_t x = 0; x < nx; ++x) {
@@ -367,13 +367,13 @@ TEST(CoreCpuPrimitives, WalshGridCombinationRecoversTheObject) {
     const size_t nx = 96, ny = 80, nc = 8, pixels = nx * ny;
     const auto ph = test::smooth_coil_phantom(nx, ny, 1, nc);
     CArray m1 = CArray::host(ph.data.shape()), m4 = CArray::host(ph.data.shape());
-    kernels::walsh_sensitivities(*cpu, ph.data, 7, 1, m1);
-    kernels::walsh_sensitivities(*cpu, ph.data, 7, 4, m4);
+    coils::walsh_sensitivities(*cpu, ph.data, 7, 1, m1);
+    coils::walsh_sensitivities(*cpu, ph.data, 7, 4, m4);
     EXPECT_LT(support_error(m4, phase_referenced(ph.data, ph.true_maps), ph.support), 2e-2);
     CArray y1 = CArray::host({nx, ny, 1}), y4 = CArray::host({nx, ny, 1}), rss = CArray::host({nx, ny, 1});
-    kernels::combine_last_axis(*cpu, ph.data, m1, y1);
-    kernels::combine_last_axis(*cpu, ph.data, m4, y4);
-    kernels::rss_last_axis(*cpu, ph.data, rss);
+    coils::combine_last_axis(*cpu, ph.data, m1, y1);
+    coils::combine_last_axis(*cpu, ph.data, m4, y4);
+    coils::rss_last_axis(*cpu, ph.data, rss);
     double num = 0, den = 0, worst = 0;
     for (size_t p = 0; p < pixels; ++p) {
         if (!ph.support[p]) continue;
@@ -391,7 +391,7 @@ TEST(CoreCpuPrimitives, WalshRejectsInvalidStride) {
     CArray x = test::random_array({8, 8, 1, 2}, 3), maps = CArray::host({8, 8, 1, 2});
     for (int stride : {0, -3}) {
         try {
-            kernels::walsh_sensitivities(*cpu, x, 5, stride, maps);
+            coils::walsh_sensitivities(*cpu, x, 5, stride, maps);
             ADD_FAILURE() << "stride " << stride << " accepted";
         } catch (const std::invalid_argument& e) {
             EXPECT_NE(std::string(e.what()).find("stride " + std::to_string(stride)), std::string::npos) << e.what();

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "gadgets/kernels/coil_combination.h"
+#include "core/coils/coil_combination.h"
 #include "gadgets/kernels/line_placement.h"
 #include "core/linops/fft_op.h"
 #include "tests/support/reference_dft.h"
@@ -320,11 +320,11 @@ TEST(CoreCudaBackend, PrimitivesMatchCpu) {
         for (int a = 0; a + 1 < s.rank(); ++a) rs.push_back(s[a]);
         const CArray x = test::random_array(s, 31), maps = test::random_array(s, 32);
         CArray rc = CArray::host(rs), yc = CArray::host(rs), rg = gpu->empty(rs), yg = gpu->empty(rs);
-        kernels::rss_last_axis(*cpu, x, rc);
-        kernels::combine_last_axis(*cpu, x, maps, yc);
+        coils::rss_last_axis(*cpu, x, rc);
+        coils::combine_last_axis(*cpu, x, maps, yc);
         const CArray xd = gpu->to_device(x), md = gpu->to_device(maps);
-        kernels::rss_last_axis(*gpu, xd, rg);
-        kernels::combine_last_axis(*gpu, xd, md, yg);
+        coils::rss_last_axis(*gpu, xd, rg);
+        coils::combine_last_axis(*gpu, xd, md, yg);
         EXPECT_LT(test::relative_error(gpu->to_host(rg), rc), 1e-5) << "rss " << s.str();
         EXPECT_LT(test::relative_error(gpu->to_host(yg), yc), 1e-5) << "combine " << s.str();
     }
@@ -447,16 +447,16 @@ TEST(CoreCudaBackend, WalshMatchesCpu) {
     for (const Case& k : cases) {
         const auto ph = test::smooth_coil_phantom(k.nx, k.ny, k.nz, k.nc);
         CArray mc = CArray::host(ph.data.shape()), mg = gpu->empty(ph.data.shape());
-        kernels::walsh_sensitivities(*cpu, ph.data, k.kernel, k.stride, mc);
-        kernels::walsh_sensitivities(*gpu, gpu->to_device(ph.data), k.kernel, k.stride, mg);
+        coils::walsh_sensitivities(*cpu, ph.data, k.kernel, k.stride, mc);
+        coils::walsh_sensitivities(*gpu, gpu->to_device(ph.data), k.kernel, k.stride, mg);
         EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5)
             << ph.data.shape().str() << " kernel " << k.kernel << " stride " << k.stride;
     }
     CArray too_many = gpu->empty({8, 8, 1, 65}), maps = gpu->empty({8, 8, 1, 65});
-    EXPECT_THROW(kernels::walsh_sensitivities(*gpu, too_many, 5, 4, maps), std::invalid_argument);
+    EXPECT_THROW(coils::walsh_sensitivities(*gpu, too_many, 5, 4, maps), std::invalid_argument);
     CArray x = gpu->empty({8, 8, 1, 2}), m = gpu->empty({8, 8, 1, 2});
     try {
-        kernels::walsh_sensitivities(*gpu, x, 5, 0, m);
+        coils::walsh_sensitivities(*gpu, x, 5, 0, m);
         ADD_FAILURE() << "stride 0 accepted";
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("stride 0"), std::string::npos) << e.what();
@@ -472,8 +472,8 @@ TEST(CoreCudaBackend, WalshMatchesCpuOnNoise) {
     for (int stride : {1, 4, 7}) {
         const CArray x = test::random_array({40, 34, 1, 12}, 77);
         CArray mc = CArray::host(x.shape()), mg = gpu->empty(x.shape());
-        kernels::walsh_sensitivities(*cpu, x, 7, stride, mc);
-        kernels::walsh_sensitivities(*gpu, gpu->to_device(x), 7, stride, mg);
+        coils::walsh_sensitivities(*cpu, x, 7, stride, mc);
+        coils::walsh_sensitivities(*gpu, gpu->to_device(x), 7, stride, mg);
         EXPECT_LT(test::relative_error(gpu->to_host(mg), mc), 1e-5) << "stride " << stride;
     }
 }
@@ -497,20 +497,20 @@ TEST(CoreCudaBackend, WalshCombineMatchesCpu) {
         const auto ph = test::smooth_coil_phantom(k.nx, k.ny, k.nz, k.nc);
         const Shape image{k.nx, k.ny, k.nz};
         CArray yc = CArray::host(image), yg = gpu->empty(image);
-        kernels::walsh_combine(*cpu, ph.data, k.kernel, k.stride, yc);
+        coils::walsh_combine(*cpu, ph.data, k.kernel, k.stride, yc);
         const CArray xg = gpu->to_device(ph.data);
-        kernels::walsh_combine(*gpu, xg, k.kernel, k.stride, yg);
+        coils::walsh_combine(*gpu, xg, k.kernel, k.stride, yg);
         const std::string what = ph.data.shape().str() + " kernel " + std::to_string(k.kernel) + " stride " +
                                  std::to_string(k.stride);
         EXPECT_LT(test::relative_error(gpu->to_host(yg), yc), 1e-5) << what;
         CArray maps = gpu->empty(ph.data.shape()), y2 = gpu->empty(image);
-        kernels::walsh_sensitivities(*gpu, xg, k.kernel, k.stride, maps);
-        kernels::combine_last_axis(*gpu, xg, maps, y2);
+        coils::walsh_sensitivities(*gpu, xg, k.kernel, k.stride, maps);
+        coils::combine_last_axis(*gpu, xg, maps, y2);
         EXPECT_LT(test::relative_error(gpu->to_host(yg), gpu->to_host(y2)), 1e-6) << what;
     }
     CArray x = gpu->empty({8, 8, 1, 2}), wrong = gpu->empty({8, 8, 2});
     try {
-        kernels::walsh_combine(*gpu, x, 5, 4, wrong);
+        coils::walsh_combine(*gpu, x, 5, 4, wrong);
         ADD_FAILURE() << "an output of the wrong shape was accepted";
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("[8x8x2]"), std::string::npos) << e.what();

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "gadgets/kernels/coil_combination.h"
 #include "gadgets/kernels/line_placement.h"
 #include "tests/support/reference_dft.h"
 

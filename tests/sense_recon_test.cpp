@@ -14,9 +14,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/coils/calibration.h"
+#include "core/coils/coil_combination.h"
 #include "core/iter/alg.h"
-#include "gadgets/kernels/coil_combination.h"
-#include "gadgets/sense/calibration.h"
 #include "gadgets/sense/cartesian_sense.h"
 #include "tests/support/backends.h"
 #include "tests/support/operator_checks.h"
@@ -99,7 +99,7 @@ protected:
         CArray coils = be->empty(k.shape());
         be->fft(k, coils, 3u, FFTDirection::Inverse);
         CArray out = be->empty({k.shape()[0], k.shape()[1], 1});
-        kernels::rss_last_axis(*be, coils, out);
+        coils::rss_last_axis(*be, coils, out);
         return test::download(*be, out);
     }
 
@@ -107,8 +107,8 @@ protected:
     std::pair<std::vector<cdouble>, std::vector<cdouble>> reconstruct(const Data& d, int* iterations = nullptr) {
         const CArray k = be->to_device(d.kspace);
         const size_t n = d.kspace.shape()[0];
-        const CalibrationRegion region = fully_sampled_centre(d.sampled, n, 1, 8);
-        const CArray maps = sense_maps(*be, calibration_images(*be, k, region), 7, 4);
+        const coils::CalibrationRegion region = coils::fully_sampled_centre(d.sampled, n, 1, 8);
+        const CArray maps = coils::sense_maps(*be, coils::calibration_images(*be, k, region), 7, 4);
         CartesianSense p = cartesian_sense(be, k, d.sampled, maps, 1e-3f, {30, 1e-6});
         const int it = run(*p.solver);
         if (iterations) *iterations = it;
@@ -149,12 +149,12 @@ TEST(SenseCalibration, FindsTheFullySampledCentre) {
     std::vector<uint8_t> s(64, 0);
     for (size_t y = 0; y < 64; y += 4) s[y] = 1;
     for (size_t y = 20; y < 44; ++y) s[y] = 1;
-    const CalibrationRegion r = fully_sampled_centre(s, 64, 1, 8);
+    const coils::CalibrationRegion r = coils::fully_sampled_centre(s, 64, 1, 8);
     EXPECT_EQ(r.e1_lo, 20u);
     EXPECT_EQ(r.e1_hi, 45u);  // line 44 is also a lattice line
-    EXPECT_THROW(fully_sampled_centre(s, 64, 1, 30), std::runtime_error);
+    EXPECT_THROW(coils::fully_sampled_centre(s, 64, 1, 30), std::runtime_error);
     s[32] = 0;
-    EXPECT_THROW(fully_sampled_centre(s, 64, 1, 1), std::runtime_error);
+    EXPECT_THROW(coils::fully_sampled_centre(s, 64, 1, 1), std::runtime_error);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ public:
     void reconstruct(const CArray& data, CArray& coil_images);
     // The same, then the root-sum-of-squares over coils, fused into the backprojection (the coil
     // images are never stored): image CArray [N0, N1], the RSS in the real part, imaginary part 0
-    // (the layout of the other coil combinations, gadgets/kernels/coil_combination.h).
+    // (the layout of the other coil combinations, core/coils/coil_combination.h).
     void reconstruct_rss(const CArray& data, CArray& image);
 
     const Shape& image_shape() const;

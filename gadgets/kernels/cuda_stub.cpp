@@ -22,9 +22,5 @@ void mix_place_lines(Backend&, const CArray&, const CArray&, const std::vector<L
 void mix_last_axis(Backend&, const CArray&, const std::vector<cfloat>&, CArray&, const checks::MixDims&) {
     no_cuda("mix_last_axis");
 }
-void rss_last_axis(Backend&, const CArray&, CArray&) { no_cuda("rss_last_axis"); }
-void combine_last_axis(Backend&, const CArray&, const CArray&, CArray&) { no_cuda("combine_last_axis"); }
-void walsh_sensitivities(Backend&, const CArray&, int, int, CArray&) { no_cuda("walsh_sensitivities"); }
-void walsh_combine(Backend&, const CArray&, int, int, CArray&) { no_cuda("walsh_combine"); }
 
 }  // namespace larmor::kernels::cuda

@@ -5,11 +5,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/coils/calibration.h"
 #include "core/linops/algebra.h"
 #include "core/linops/diag.h"
 #include "core/linops/sense.h"
 #include "core/linops/toeplitz.h"
-#include "gadgets/sense/calibration.h"
 
 namespace larmor {
 namespace {
@@ -54,7 +54,7 @@ CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const Trajecto
     coil_shape.push_back(coils);
     CArray low = b.empty(coil_shape);
     plan.adjoint(ycal, low);
-    return sense_maps(b, low.reshaped({image[0], image[1], nz, coils}), map_kernel, map_stride);
+    return coils::sense_maps(b, low.reshaped({image[0], image[1], nz, coils}), map_kernel, map_stride);
 }
 
 LinOp weighted_nufft(const std::shared_ptr<Backend>& be, const std::shared_ptr<Nufft>& plan, const RArray& weights) {

@@ -6,7 +6,7 @@
 // The density weighting is the paper's (its eq. 12 uses D = the density compensation in E^H D E): it
 // makes E^H E close to the identity where k-space is covered, so CG converges in few iterations and
 // lambda stays relative to the data term as in the Cartesian case.
-// Coil maps: Walsh's method (gadgets/sense/calibration.h) on low-resolution coil images gridded from
+// Coil maps: Walsh's method (core/coils/calibration.h) on low-resolution coil images gridded from
 // the samples within `calibration_radius` cycles/FOV of the k-space centre, tapered by a Hann window in
 // |k| (no ringing in the maps); those samples are measured by every radial or spiral readout, so no
 // separate calibration scan is needed.

@@ -16,14 +16,5 @@ void place_lines(const CArray& src, const std::vector<LinePlacement>& where, CAr
 // src [l, k, d], dst [l, e, c], m row-major c x d (checks::check_mix_place_lines gave the sizes).
 void mix_place_lines(const CArray& src, const std::vector<cfloat>& m, const std::vector<LinePlacement>& where,
                      CArray& dst, size_t l, size_t k, size_t e, size_t d, size_t c, int threads);
-void rss_last_axis(const CArray& x, CArray& y, int threads);
-void combine_last_axis(const CArray& x, const CArray& maps, CArray& y, int threads);
-void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps, int threads);
-
-// Each coil's energy sum_p |x[p, c]|^2, in double.
-std::vector<double> coil_energies(const cfloat* x, size_t pixels, size_t coils, int threads);
-// Index of the coil with the largest energy (the first on ties): the phase reference of the Walsh
-// maps, shared by both implementations.
-int strongest_coil(const std::vector<double>& energy);
 
 }  // namespace larmor::kernels::cpu

@@ -15,9 +15,5 @@ void place_lines(Backend& be, const CArray& src, const std::vector<LinePlacement
 void mix_place_lines(Backend& be, const CArray& src, const CArray& m, const std::vector<LinePlacement>& where,
                      CArray& dst, const checks::MixPlaceDims& d);
 void mix_last_axis(Backend& be, const CArray& x, const std::vector<cfloat>& m, CArray& y, const checks::MixDims& d);
-void rss_last_axis(Backend& be, const CArray& x, CArray& y);
-void combine_last_axis(Backend& be, const CArray& x, const CArray& maps, CArray& y);
-void walsh_sensitivities(Backend& be, const CArray& x, int kernel, int stride, CArray& maps);
-void walsh_combine(Backend& be, const CArray& x, int kernel, int stride, CArray& y);
 
 }  // namespace larmor::kernels::cuda

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gadgets/kernels/cpu/cpu_kernels.h"
+#include "core/coils/coil_kernels.h"
 
-namespace larmor::kernels::cpu {
+namespace larmor::coils::cpu {
 namespace {
 constexpr long long kBlock = 512;
 }
@@ -55,4 +55,4 @@ void combine_last_axis(const CArray& x, const CArray& maps, CArray& y, int threa
     }
 }
 
-}  // namespace larmor::kernels::cpu
+}  // namespace larmor::coils::cpu

@@ -1,5 +1,5 @@
 // Adaptive coil sensitivities on the GPU (Walsh, Gmitro & Marcellin, "Adaptive reconstruction of
-// phased array MR imagery", MRM 43:682, 2000), the same recipe as gadgets/kernels/cpu/walsh.cpp so the two
+// phased array MR imagery", MRM 43:682, 2000), the same recipe as core/coils/walsh_cpu.cpp so the two
 // agree to float rounding: at every point of a grid of spacing `stride` (min(i * stride, n - 1) along
 // x and y), R = sum over the kernel x kernel window of v v^H, kWalshIterations power iterations from
 // R's column with the largest diagonal, unit norm, the phase of the strongest coil (largest energy
@@ -31,12 +31,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "gadgets/kernels/checks.h"
+#include "core/coils/coil_checks.h"
+#include "cuda/coil_launchers.h"
 #include "cuda/cuda_check.h"
-#include "gadgets/kernels/cuda/coil_kernels.h"
-#include "gadgets/kernels/cuda/walsh_device.cuh"
+#include "cuda/walsh_device.cuh"
 
-namespace larmor::kernels::cuda {
+namespace larmor::coils::cuda {
 namespace {
 
 using namespace walsh;
@@ -584,4 +584,4 @@ void launch_walsh_combine(const float2* x, const WalshDims& d, void* scratch, fl
     else launch_combined<64>(x, d, s, base, y, stream, ctx);
 }
 
-}  // namespace larmor::kernels::cuda
+}  // namespace larmor::coils::cuda

@@ -1,13 +1,13 @@
-#include "gadgets/sense/calibration.h"
+#include "core/coils/calibration.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "gadgets/kernels/coil_combination.h"
+#include "core/coils/coil_combination.h"
 
-namespace larmor {
+namespace larmor::coils {
 namespace {
 
 bool block_sampled(const std::vector<uint8_t>& s, size_t e1, size_t a0, size_t a1, size_t b0, size_t b1) {
@@ -80,7 +80,7 @@ CArray calibration_images(Backend& be, const CArray& kspace, const CalibrationRe
 
 CArray sense_maps(Backend& be, const CArray& calibration_images, int kernel, int stride) {
     CArray maps = be.empty(calibration_images.shape());
-    kernels::walsh_sensitivities(be, calibration_images, kernel, stride, maps);
+    walsh_sensitivities(be, calibration_images, kernel, stride, maps);
     return maps;
 }
 
@@ -95,4 +95,4 @@ void check_coil_maps(Backend& be, const CArray& maps, const std::string& gadget,
                                  "non-finite samples, or calibration images that overflowed float)");
 }
 
-}  // namespace larmor
+}  // namespace larmor::coils

@@ -2,15 +2,15 @@
 // Device pieces shared by the Walsh grid kernels (walsh.cu: the strip kernel for overlapping
 // windows; walsh_point.cu: one group of threads per grid point): the arguments, the strongest coil,
 // the power iteration over rows of R held in registers, and the phase-referenced output. The recipe
-// is gadgets/kernels/cpu/walsh.cpp's, so both backends agree to float rounding.
+// is core/coils/walsh_cpu.cpp's, so both backends agree to float rounding.
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "gadgets/kernels/checks.h"
-#include "gadgets/kernels/cuda/coil_kernels.h"
+#include "core/coils/coil_checks.h"
+#include "cuda/coil_launchers.h"
 
-namespace larmor::kernels::cuda::walsh {
+namespace larmor::coils::cuda::walsh {
 
 // How the power iteration lays R out over threads: one row per thread (half a row for CP = 64), so a
 // matrix-vector product reads R from registers and only v from shared memory (one broadcast 16-byte
@@ -140,7 +140,7 @@ __device__ inline int strongest_coil(const double* __restrict__ partial, long lo
     return best_c;
 }
 
-// kWalshIterations power iterations (gadgets/kernels/cpu/walsh.cpp, dominant_eigenvector) for one point, by its
+// kWalshIterations power iterations (core/coils/walsh_cpu.cpp, dominant_eigenvector) for one point, by its
 // kGroup threads: `row` is this thread's segment (entries half * kSeg ...) of row prow of R, v0 (in
 // the half-0 thread of each row) is R[prow][j0] for the start column j0, zero when R vanishes. The
 // unit vector ends in v (CP entries, shared memory). Threads with present == false shadow a point
@@ -257,4 +257,4 @@ __device__ void write_vectors(const float2* vs, int npts, const GridArgs& a, lon
     }
 }
 
-}  // namespace larmor::kernels::cuda::walsh
+}  // namespace larmor::coils::cuda::walsh

@@ -1,12 +1,11 @@
-#include "gadgets/kernels/coil_combination.h"
+#include "core/coils/coil_combination.h"
 
 #include <omp.h>
 
-#include "gadgets/kernels/checks.h"
-#include "gadgets/kernels/cpu/cpu_kernels.h"
-#include "gadgets/kernels/cuda/cuda_kernels.h"
+#include "core/coils/coil_checks.h"
+#include "core/coils/coil_kernels.h"
 
-namespace larmor::kernels {
+namespace larmor::coils {
 namespace {
 
 void check_on(Backend& be, const CArray& a, const char* op, const char* name) {
@@ -66,4 +65,4 @@ void walsh_combine(Backend& be, const CArray& x, int kernel, int stride, CArray&
     cpu::combine_last_axis(x, maps, y, omp_get_max_threads());
 }
 
-}  // namespace larmor::kernels
+}  // namespace larmor::coils

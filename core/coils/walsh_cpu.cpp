@@ -16,10 +16,10 @@
 #include <cmath>
 #include <vector>
 
-#include "gadgets/kernels/checks.h"
-#include "gadgets/kernels/cpu/cpu_kernels.h"
+#include "core/coils/coil_checks.h"
+#include "core/coils/coil_kernels.h"
 
-namespace larmor::kernels::cpu {
+namespace larmor::coils::cpu {
 
 std::vector<double> coil_energies(const cfloat* x, size_t pixels, size_t coils, int threads) {
     std::vector<double> energy(coils, 0.0);
@@ -212,4 +212,4 @@ void walsh_sensitivities(const CArray& x, int kernel, int stride, CArray& maps, 
     }
 }
 
-}  // namespace larmor::kernels::cpu
+}  // namespace larmor::coils::cpu

@@ -1,12 +1,12 @@
 #pragma once
-// Launchers of the CUDA kernels of gadgets/kernels (coil reductions, Walsh maps, line placement). All
-// are queued on `stream` and check the launch; arguments are validated by the caller
-// (gadgets/kernels/checks.h).
+// Launchers of the CUDA kernels of the coil maps and combinations (core/coils: coil reductions,
+// Walsh maps). All are queued on `stream` and check the launch; arguments are validated by the caller
+// (core/coils/coil_checks.h).
 #include <cuda_runtime.h>
 
 #include <cstddef>
 
-namespace larmor::kernels::cuda {
+namespace larmor::coils::cuda {
 
 // x [pixels, coils] column-major; y [pixels].
 void launch_rss(const float2* x, long long pixels, long long coils, float2* y, cudaStream_t stream);
@@ -24,9 +24,9 @@ struct WalshDims {
 };
 size_t walsh_scratch_bytes(const WalshDims& d);
 void launch_walsh(const float2* x, const WalshDims& d, void* scratch, float2* maps, cudaStream_t stream);
-// The Walsh-combined image y [nx, ny, slices] (kernels::walsh_combine): the maps are interpolated
+// The Walsh-combined image y [nx, ny, slices] (coils::walsh_combine): the maps are interpolated
 // from the grid inside the combination and never stored; scratch needs walsh_combine_scratch_bytes.
 size_t walsh_combine_scratch_bytes(const WalshDims& d);
 void launch_walsh_combine(const float2* x, const WalshDims& d, void* scratch, float2* y, cudaStream_t stream);
 
-}  // namespace larmor::kernels::cuda
+}  // namespace larmor::coils::cuda

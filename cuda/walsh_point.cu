@@ -28,9 +28,9 @@
 #include <string>
 
 #include "cuda/cuda_check.h"
-#include "gadgets/kernels/cuda/walsh_device.cuh"
+#include "cuda/walsh_device.cuh"
 
-namespace larmor::kernels::cuda::walsh {
+namespace larmor::coils::cuda::walsh {
 namespace {
 
 constexpr int kPointChunk = 56;  // staged pixels per point and pass: a 7 x 7 window at once
@@ -235,4 +235,4 @@ void launch_point_grid(const GridArgs& a, int cp, cudaStream_t stream, const std
     }
 }
 
-}  // namespace larmor::kernels::cuda::walsh
+}  // namespace larmor::coils::cuda::walsh

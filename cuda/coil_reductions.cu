@@ -1,15 +1,15 @@
 // Reductions over the coil (last) axis on CUDA: root-sum-of-squares and the sensitivity-weighted
-// combination (gadgets/kernels/coil_combination.h). Each thread reads two pixels as 16-byte vectors
+// combination (core/coils/coil_combination.h). Each thread reads two pixels as 16-byte vectors
 // when the arrays allow it, and the coils of each pixel are split over the warps of a block, whose
 // partial sums meet in shared memory.
 #include <cstdint>
 #include <string>
 
+#include "cuda/coil_launchers.h"
 #include "cuda/cuda_check.h"
 #include "cuda/vec_types.cuh"
-#include "gadgets/kernels/cuda/coil_kernels.h"
 
-namespace larmor::kernels::cuda {
+namespace larmor::coils::cuda {
 namespace {
 
 constexpr int kThreads = 256;
@@ -128,4 +128,4 @@ void launch_combine(const float2* x, const float2* maps, long long pixels, long 
                              std::to_string(pixels) + " pixels x " + std::to_string(coils) + " coils");
 }
 
-}  // namespace larmor::kernels::cuda
+}  // namespace larmor::coils::cuda

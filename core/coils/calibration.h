@@ -10,7 +10,7 @@
 
 #include "core/backend.h"
 
-namespace larmor {
+namespace larmor::coils {
 
 // A block of fully sampled phase-encoding lines [e1_lo, e1_hi) x [e2_lo, e2_hi) around the k-space
 // centre.
@@ -43,4 +43,4 @@ CArray sense_maps(Backend& be, const CArray& calibration_images, int kernel, int
 // 0). Throws std::runtime_error "<gadget>: the coil maps estimated from <from> collapsed ...".
 void check_coil_maps(Backend& be, const CArray& maps, const std::string& gadget, const std::string& from);
 
-}  // namespace larmor
+}  // namespace larmor::coils

@@ -4,7 +4,7 @@
 // stream); arguments are validated with messages naming the offending value.
 #include "core/backend.h"
 
-namespace larmor::kernels {
+namespace larmor::coils {
 
 // y = sqrt(sum_c |x[..., c]|^2) over the last axis; y has x's shape without its last axis.
 void rss_last_axis(Backend& be, const CArray& x, CArray& y);
@@ -27,4 +27,4 @@ void walsh_sensitivities(Backend& be, const CArray& x, int kernel, int stride, C
 // read back (2 x 17 MB for 256^2 x 32 coils).
 void walsh_combine(Backend& be, const CArray& x, int kernel, int stride, CArray& y);
 
-}  // namespace larmor::kernels
+}  // namespace larmor::coils

@@ -1,0 +1,88 @@
+// ESPIRiT coil maps (core/coils/espirit.h) on a 256 x 256 phantom with 8, 14 and 32 coils, 24 x 24
+// calibration block, 6 x 6 kernel, 30 power iterations: the two steps apart, on the CPU and on a GPU.
+// Wall time per call after warm-up (the steps read results back to the host between their parts, so
+// this is what a reconstruction waits for), median of the repetitions.
+//
+// Floors. Kernels: the Gram matrix of the 361 x 36C calibration matrix (8 * 361 * (36C)^2 flops) and
+// its Hermitian eigendecomposition (about 9 (36C)^3 real flops for the reduction, back-transformation
+// included): for C = 32 that is 3.8 + 13 GFLOP. Maps: per pixel 8 D C^2 flops for G (D = 11) and
+// 8 C^2 (iterations + 1) for the power iteration, plus 8 D^2 C^2 N1 for the column tables: for 256^2
+// and C = 32, 0.37 + 2.8 + 0.25 GFLOP = 3.4 GFLOP, which at an H100's 60 TFLOP/s of FP32 is 57 us, and
+// on this CPU's two AVX2 cores (~100 GFLOP/s peak) 34 ms.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/coils/calibration_matrix.h"
+#include "core/coils/espirit.h"
+#include "tools/phantom/phantom.h"
+
+namespace {
+
+using larmor::CArray;
+
+CArray phantom_kspace(int coils) {
+    larmor::phantom::PhantomSpec s;
+    s.nx = s.ny = 256;
+    s.coils = coils;
+    s.ro_oversampling = 1;
+    const larmor::phantom::Phantom ph(s);
+    const std::vector<std::complex<float>> k = ph.kspace_all();
+    CArray a = CArray::host({256, 256, 1, size_t(coils)});
+    std::copy(k.begin(), k.end(), a.data());
+    return a;
+}
+
+std::shared_ptr<larmor::Backend> backend(bool gpu) {
+    if (!gpu) return larmor::make_cpu_backend();
+    return larmor::cuda_available() ? larmor::make_cuda_backend(0) : nullptr;
+}
+
+template <class F>
+void timed(benchmark::State& state, larmor::Backend& be, F&& call) {
+    for (int i = 0; i < 2; ++i) call();  // warm-up: plans, handles, block cache
+    be.synchronize();
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        be.synchronize();
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    state.SetLabel(be.describe());
+}
+
+// Step 1: calibration matrix, Gram, eigendecomposition, threshold.
+void BM_EspiritKernels(benchmark::State& state) {
+    const bool gpu = state.range(0) != 0;
+    const int coils = int(state.range(1));
+    auto be = backend(gpu);
+    if (!be) return state.SkipWithError("no usable CUDA device");
+    const CArray block = larmor::coils::calibration_block(phantom_kspace(coils), 128 - 12, 128 + 12, 24, 24);
+    const larmor::coils::EspiritSettings s;
+    size_t kept = 0;
+    timed(state, *be, [&] { kept = larmor::coils::espirit_kernels(*be, block, s).kept; });
+    state.counters["kept"] = double(kept);
+}
+
+// Step 2: the per-pixel eigenvectors on the 256 x 256 grid.
+void BM_EspiritMaps(benchmark::State& state) {
+    const bool gpu = state.range(0) != 0;
+    const int coils = int(state.range(1));
+    auto be = backend(gpu);
+    if (!be) return state.SkipWithError("no usable CUDA device");
+    const CArray block = larmor::coils::calibration_block(phantom_kspace(coils), 128 - 12, 128 + 12, 24, 24);
+    const larmor::coils::EspiritSettings s;
+    const larmor::coils::EspiritKernels kern = larmor::coils::espirit_kernels(*be, block, s);
+    timed(state, *be, [&] { benchmark::DoNotOptimize(larmor::coils::espirit_maps(*be, kern, 256, 256, s)); });
+    const double c = coils, d = 2 * s.kernel - 1;
+    const double flops = 256.0 * 256.0 * (8 * d * c * c + 8 * c * c * (s.iterations + 1)) + 8 * d * d * c * c * 256;
+    state.counters["GFLOP"] = flops * 1e-9;
+    state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+BENCHMARK(BM_EspiritKernels)->ArgsProduct({{0, 1}, {8, 14, 32}})->ArgNames({"gpu", "coils"})->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_EspiritMaps)->ArgsProduct({{0, 1}, {8, 14, 32}})->ArgNames({"gpu", "coils"})->Unit(benchmark::kMillisecond)->UseManualTime();

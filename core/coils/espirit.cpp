@@ -1,0 +1,228 @@
+#include "core/coils/espirit.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <stdexcept>
+#include <string>
+
+#include "core/coils/calibration_matrix.h"
+#include "core/coils/espirit_kernels.h"
+#include "core/dense/dense.h"
+#include "core/dense/lapacke_cpp.h"
+
+namespace larmor::coils {
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// The first principal component of the block's coils: the dominant eigenvector of the C x C coil
+// covariance, in double (C is small). The maps' phase is taken relative to it.
+std::vector<cfloat> principal_component(const CArray& block) {
+    const size_t samples = block.shape()[0] * block.shape()[1], c = block.shape()[2];
+    std::vector<std::complex<double>> cov(c * c);
+    const cfloat* x = block.data();
+    for (size_t j = 0; j < c; ++j)
+        for (size_t i = j; i < c; ++i) {
+            std::complex<double> sum = 0;
+            for (size_t n = 0; n < samples; ++n)
+                sum += std::complex<double>(x[n + samples * i]) * std::conj(std::complex<double>(x[n + samples * j]));
+            cov[i + c * j] = sum;
+        }
+    std::vector<double> w(c);
+    const lapack_int info = LAPACKE_zheevd(LAPACK_COL_MAJOR, 'V', 'L', lapack_int(c),
+                                           reinterpret_cast<lapack_complex_double*>(cov.data()), lapack_int(c), w.data());
+    if (info != 0)
+        throw std::runtime_error("ESPIRiT: the eigendecomposition of the " + std::to_string(c) + "-coil covariance failed "
+                                 "(LAPACKE_zheevd info " + std::to_string(info) + ")");
+    std::vector<cfloat> u(c);
+    for (size_t i = 0; i < c; ++i) u[i] = cfloat(cov[i + c * (c - 1)]);
+    return u;
+}
+
+// exp(+2 pi i (d - (k - 1)) (x - n / 2) / n) at d + D x, in double before rounding.
+CArray offset_phases(size_t n, int k) {
+    const size_t d = size_t(2 * k - 1);
+    CArray t = CArray::host({d, n});
+    for (size_t x = 0; x < n; ++x)
+        for (size_t i = 0; i < d; ++i) {
+            const double turns = (double(i) - double(k - 1)) * (double(x) - double(n / 2)) / double(n);
+            t.data()[i + d * x] = cfloat(std::polar(1.0, kTwoPi * turns));
+        }
+    return t;
+}
+
+}  // namespace
+
+void check(const EspiritSettings& s) {
+    if (s.kernel < 2 || s.kernel > 16)
+        throw std::invalid_argument("ESPIRiT: kernel " + std::to_string(s.kernel) + " is outside 2..16");
+    if (s.calibration < size_t(s.kernel) + 1 || s.calibration > 256)
+        throw std::invalid_argument("ESPIRiT: calibration size " + std::to_string(s.calibration) + " is outside " +
+                                    std::to_string(s.kernel + 1) + "..256 (it must exceed the kernel " +
+                                    std::to_string(s.kernel) + ")");
+    if (!(s.threshold > 0.f && s.threshold < 1.f))
+        throw std::invalid_argument("ESPIRiT: threshold " + std::to_string(s.threshold) + " is outside (0, 1)");
+    if (!(s.crop >= 0.f && s.crop < 1.f))
+        throw std::invalid_argument("ESPIRiT: crop " + std::to_string(s.crop) + " is outside [0, 1)");
+    if (s.iterations < 1 || s.iterations > 1000)
+        throw std::invalid_argument("ESPIRiT: iterations " + std::to_string(s.iterations) + " is outside 1..1000");
+}
+
+EspiritKernels espirit_kernels(Backend& be, const CArray& block, const EspiritSettings& s) {
+    check(s);
+    double peak = 0;
+    for (size_t i = 0; i < block.size(); ++i) peak = std::max(peak, std::abs(std::complex<double>(block.data()[i])));
+    if (!std::isfinite(peak))
+        throw EspiritError("ESPIRiT: the calibration block " + block.shape().str() +
+                           " holds non-finite samples (k-space that overflowed float)");
+    if (!(peak > 0))
+        throw EspiritError("ESPIRiT: the calibration block " + block.shape().str() + " has no usable signal (all zero)");
+    CArray a = calibration_matrix(block, s.kernel);
+    const size_t rows = a.shape()[0], n = a.shape()[1];
+    // A's rows are the windows x_w transposed, so A^H A = sum_w conj(x_w) x_w^T; the windows themselves
+    // span the eigenvectors of sum_w x_w x_w^H, the Gram matrix of conj(A).
+    const float unit = float(1.0 / peak);
+    for (size_t i = 0; i < a.size(); ++i) a.data()[i] = std::conj(a.data()[i]) * unit;
+    CArray g = be.empty({n, n, 1});
+    dense::gram(be, be.to_device(a.reshaped({rows, n, 1})), g);
+    RArray values = be.empty_real({n, 1});
+    CArray vectors = be.empty({n, n, 1});
+    dense::hermitian_eig(be, g, values, vectors);
+    const RArray lambda = be.to_host(values);
+    const CArray v = be.to_host(vectors);
+
+    EspiritKernels out;
+    out.kernel = s.kernel;
+    out.coils = block.shape()[2];
+    out.singular_values.resize(n);
+    for (size_t j = 0; j < n; ++j) out.singular_values[j] = std::sqrt(std::max(0.f, lambda.data()[n - 1 - j]));
+    const float top = out.singular_values[0];
+    if (!(top > 0.f) || !std::isfinite(top))
+        throw EspiritError("ESPIRiT: the calibration block " + block.shape().str() +
+                           " has no usable signal (largest singular value " + std::to_string(top) + ")");
+    while (out.kept < n && out.singular_values[out.kept] >= s.threshold * top) ++out.kept;
+    out.subspace = CArray::host({n, out.kept});
+    for (size_t j = 0; j < out.kept; ++j)
+        std::copy_n(v.data() + n * (n - 1 - j), n, out.subspace.data() + n * j);
+    out.principal = principal_component(block);
+    return out;
+}
+
+EspiritMaps espirit_maps(Backend& be, const EspiritKernels& kernels, size_t n1, size_t n2, const EspiritSettings& s) {
+    check(s);
+    const size_t k = size_t(kernels.kernel), c = kernels.coils, n = k * k * c, r = kernels.kept, d = 2 * k - 1;
+    if (kernels.subspace.size() != n * r || kernels.principal.size() != c || r == 0)
+        throw std::invalid_argument("espirit_maps: kernels of " + std::to_string(r) + " vectors " +
+                                    kernels.subspace.shape().str() + " do not match a " + std::to_string(k) +
+                                    "-wide kernel over " + std::to_string(c) + " coils");
+    if (n1 == 0 || n2 == 0) throw std::invalid_argument("espirit_maps: empty image grid");
+    // P = V V^H, the projection on the signal subspace.
+    std::vector<cfloat> p(n * n);
+    const cfloat one(1.f), zero(0.f);
+    cblas_cgemm(CblasColMajor, CblasNoTrans, CblasConjTrans, int(n), int(n), int(r), &one, kernels.subspace.data(),
+                int(n), kernels.subspace.data(), int(n), &zero, p.data(), int(n));
+    // K(d)_{c c'} = k^-2 sum_p P[(p, c), (p - d, c')] over the positions p of the window with p - d in it.
+    CArray kd = CArray::host({c, c, d, d});
+    const long kk = long(k);
+    const float norm = 1.f / float(k * k);
+    for (size_t dy = 0; dy < d; ++dy)
+        for (size_t dx = 0; dx < d; ++dx) {
+            const long ox = long(dx) - (kk - 1), oy = long(dy) - (kk - 1);
+            cfloat* out = kd.data() + c * c * (dx + d * dy);
+            for (long py = std::max(0L, oy); py < std::min(kk, kk + oy); ++py)
+                for (long px = std::max(0L, ox); px < std::min(kk, kk + ox); ++px) {
+                    const size_t row = size_t(px + kk * py), col = size_t((px - ox) + kk * (py - oy));
+                    for (size_t c2 = 0; c2 < c; ++c2)
+                        for (size_t c1 = 0; c1 < c; ++c1) out[c1 + c * c2] += p[(row + k * k * c1) + n * (col + k * k * c2)];
+                }
+            for (size_t i = 0; i < c * c; ++i) out[i] *= norm;
+        }
+    const CArray ex = offset_phases(n1, kernels.kernel), ey = offset_phases(n2, kernels.kernel);
+    CArray u = CArray::host({c});
+    std::copy(kernels.principal.begin(), kernels.principal.end(), u.data());
+
+    const EspiritPixelProblem problem{n1, n2, c, d, s.iterations, s.crop};
+    EspiritMaps m;
+    m.maps = be.empty({n1, n2, c});
+    m.eigenvalues = be.empty_real({n1, n2});
+    if (be.device() == Device::Cpu)
+        cpu::espirit_eigenvectors(kd, ex, ey, u, m.maps, m.eigenvalues, problem);
+    else
+        cuda::espirit_eigenvectors(be, be.to_device(kd), be.to_device(ex), be.to_device(ey), be.to_device(u), m.maps,
+                                   m.eigenvalues, problem);
+    return m;
+}
+
+EspiritMaps espirit_maps(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, const EspiritSettings& s) {
+    const Shape& sh = kspace.shape();
+    if (sh.rank() != 4 || sh[2] != 1)
+        throw std::invalid_argument("ESPIRiT: k-space " + sh.str() + " should be [RO, E1, 1, C] (2D)");
+    const CArray host = kspace.device() == Device::Cpu ? kspace : be.to_host(kspace);
+    const CArray block = calibration_block(host, e1_lo, e1_hi, s.calibration, s.calibration);
+    EspiritMaps m = espirit_maps(be, espirit_kernels(be, block, s), sh[0], sh[1], s);
+    m.maps = m.maps.reshaped({sh[0], sh[1], 1, sh[3]});
+    return m;
+}
+
+EspiritMaps espirit_maps_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo, size_t e2_hi,
+                            const EspiritSettings& s) {
+    check(s);
+    const Shape& sh = kspace.shape();
+    if (sh.rank() != 4 || sh[2] < 2)
+        throw std::invalid_argument("ESPIRiT 3D: k-space " + sh.str() + " should be [RO, E1, E2 > 1, C]");
+    const size_t ro = sh[0], e1 = sh[1], e2 = sh[2], c = sh[3];
+    if (e1_lo >= e1_hi || e1_hi > e1 || e2_lo >= e2_hi || e2_hi > e2)
+        throw std::invalid_argument("ESPIRiT 3D: calibration lines e1 [" + std::to_string(e1_lo) + ", " +
+                                    std::to_string(e1_hi) + ") x e2 [" + std::to_string(e2_lo) + ", " +
+                                    std::to_string(e2_hi) + ") are outside k-space " + sh.str());
+    CArray hybrid = be.empty(sh);
+    be.fft(kspace, hybrid, 0b001u, FFTDirection::Inverse);
+    const CArray host = be.to_host(hybrid);
+    const size_t cy = std::min(s.calibration, e1_hi - e1_lo), cz = std::min(s.calibration, e2_hi - e2_lo);
+    const size_t y0 = e1_lo + (e1_hi - e1_lo - cy) / 2, z0 = e2_lo + (e2_hi - e2_lo - cz) / 2;
+    // Every readout position's block, [cy, cz, C] each, side by side: [RO * cy, cz, C] for the
+    // principal component, and sliced per position below.
+    CArray blocks = CArray::host({cy, ro, cz, c});
+    std::vector<double> energy(ro, 0.0);
+    for (size_t q = 0; q < c; ++q)
+        for (size_t z = 0; z < cz; ++z)
+            for (size_t x = 0; x < ro; ++x)
+                for (size_t y = 0; y < cy; ++y) {
+                    const cfloat v = host.data()[x + ro * ((y0 + y) + e1 * ((z0 + z) + e2 * q))];
+                    blocks.data()[y + cy * (x + ro * (z + cz * q))] = v;
+                    energy[x] += std::norm(std::complex<double>(v));
+                }
+    const std::vector<cfloat> principal = principal_component(blocks.reshaped({cy * ro, cz, c}));
+    const double strongest = *std::max_element(energy.begin(), energy.end());
+    if (!std::isfinite(strongest))
+        throw EspiritError("ESPIRiT 3D: the calibration region of k-space " + sh.str() +
+                           " holds non-finite samples (k-space that overflowed float)");
+    if (!(strongest > 0))
+        throw EspiritError("ESPIRiT 3D: the calibration region " + std::to_string(cy) + " x " + std::to_string(cz) +
+                                 " of k-space " + sh.str() + " has no usable signal");
+
+    CArray maps = CArray::host({ro, e1, e2, c});
+    RArray eigenvalues = RArray::host({ro, e1, e2});
+    CArray block = CArray::host({cy, cz, c});
+    for (size_t x = 0; x < ro; ++x) {
+        if (energy[x] < double(s.threshold) * double(s.threshold) * strongest) continue;
+        for (size_t q = 0; q < c; ++q)
+            for (size_t z = 0; z < cz; ++z)
+                std::copy_n(blocks.data() + cy * (x + ro * (z + cz * q)), cy, block.data() + cy * (z + cz * q));
+        EspiritKernels kern = espirit_kernels(be, block, s);
+        kern.principal = principal;
+        const EspiritMaps m = espirit_maps(be, kern, e1, e2, s);
+        const CArray mh = be.to_host(m.maps);
+        const RArray eh = be.to_host(m.eigenvalues);
+        for (size_t i = 0; i < e1 * e2; ++i) {
+            eigenvalues.data()[x + ro * i] = eh.data()[i];
+            for (size_t q = 0; q < c; ++q) maps.data()[x + ro * (i + e1 * e2 * q)] = mh.data()[i + e1 * e2 * q];
+        }
+    }
+    return {be.to_device(maps), be.to_device(eigenvalues)};
+}
+
+}  // namespace larmor::coils
