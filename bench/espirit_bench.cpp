@@ -7,8 +7,10 @@
 // its Hermitian eigendecomposition (about 9 (36C)^3 real flops for the reduction, back-transformation
 // included): for C = 32 that is 3.8 + 13 GFLOP. Maps: per pixel 8 D C^2 flops for G (D = 11) and
 // 8 C^2 (iterations + 1) for the power iteration, plus 8 D^2 C^2 N1 for the column tables: for 256^2
-// and C = 32, 0.37 + 2.8 + 0.25 GFLOP = 3.4 GFLOP, which at an H100's 60 TFLOP/s of FP32 is 57 us, and
-// on this CPU's two AVX2 cores (~100 GFLOP/s peak) 34 ms.
+// and C = 32, 5.9 + 16.6 + 0.25 = 22.8 GFLOP (the counter below). At an H200's 67 TFLOP/s of FP32 that is
+// 0.34 ms; every multiply-add also reads one complex entry of G from shared memory (8 bytes per 8
+// flops), so shared-memory bandwidth (~33 TB/s over 132 SMs) bounds it at 0.7 ms. On the 2-core CI
+// machine (AVX2 + FMA, ~190 GFLOP/s peak) 0.12 s.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
