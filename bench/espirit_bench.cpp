@@ -13,9 +13,9 @@
 // machine (AVX2 + FMA, ~190 GFLOP/s peak) 0.12 s.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <vector>
 
+#include "bench/wall_timing.h"
 #include "core/backend.h"
 #include "core/coils/calibration_matrix.h"
 #include "core/coils/espirit.h"
@@ -37,34 +37,15 @@ CArray phantom_kspace(int coils) {
     return a;
 }
 
-std::shared_ptr<larmor::Backend> backend(bool gpu) {
-    if (!gpu) return larmor::make_cpu_backend();
-    return larmor::cuda_available() ? larmor::make_cuda_backend(0) : nullptr;
-}
-
-template <class F>
-void timed(benchmark::State& state, larmor::Backend& be, F&& call) {
-    for (int i = 0; i < 2; ++i) call();  // warm-up: plans, handles, block cache
-    be.synchronize();
-    for (auto _ : state) {
-        const auto t0 = std::chrono::steady_clock::now();
-        call();
-        be.synchronize();
-        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    state.SetLabel(be.describe());
-}
-
-// Step 1: calibration matrix, Gram, eigendecomposition, threshold.
 void BM_EspiritKernels(benchmark::State& state) {
     const bool gpu = state.range(0) != 0;
     const int coils = int(state.range(1));
-    auto be = backend(gpu);
+    auto be = larmor::bench::calibration_backend(gpu);
     if (!be) return state.SkipWithError("no usable CUDA device");
     const CArray block = larmor::coils::calibration_block(phantom_kspace(coils), 128 - 12, 128 + 12, 24, 24);
     const larmor::coils::EspiritSettings s;
     size_t kept = 0;
-    timed(state, *be, [&] { kept = larmor::coils::espirit_kernels(*be, block, s).kept; });
+    larmor::bench::wall_timed(state, *be, [&] { kept = larmor::coils::espirit_kernels(*be, block, s).kept; });
     state.counters["kept"] = double(kept);
 }
 
@@ -72,12 +53,12 @@ void BM_EspiritKernels(benchmark::State& state) {
 void BM_EspiritMaps(benchmark::State& state) {
     const bool gpu = state.range(0) != 0;
     const int coils = int(state.range(1));
-    auto be = backend(gpu);
+    auto be = larmor::bench::calibration_backend(gpu);
     if (!be) return state.SkipWithError("no usable CUDA device");
     const CArray block = larmor::coils::calibration_block(phantom_kspace(coils), 128 - 12, 128 + 12, 24, 24);
     const larmor::coils::EspiritSettings s;
     const larmor::coils::EspiritKernels kern = larmor::coils::espirit_kernels(*be, block, s);
-    timed(state, *be, [&] { benchmark::DoNotOptimize(larmor::coils::espirit_maps(*be, kern, 256, 256, s)); });
+    larmor::bench::wall_timed(state, *be, [&] { benchmark::DoNotOptimize(larmor::coils::espirit_maps(*be, kern, 256, 256, s)); });
     const double c = coils, d = 2 * s.kernel - 1;
     const double flops = 256.0 * 256.0 * (8 * d * c * c + 8 * c * c * (s.iterations + 1)) + 8 * d * d * c * c * 256;
     state.counters["GFLOP"] = flops * 1e-9;

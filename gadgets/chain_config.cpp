@@ -116,10 +116,16 @@ void validate(const config::Chain& chain, const std::string& origin) {
 // A reconstruction that asks for the stream's density weights (DENSITY_FROM_STREAM) needs the readout
 // accumulator before it to read the trajectory's last component as a weight; gadgets are built one by
 // one and cannot see each other, so the chain says it for the user, who then sets one option, not two.
+// Likewise GRAPPA calibrates on the ACS lines, which the accumulator before it must therefore keep.
 void imply_settings(config::Chain& chain) {
-    bool from_stream = false;
+    bool from_stream = false, calibration = false;
     for (int i = chain.gadget_size() - 1; i >= 0; --i) {
         config::Gadget& g = *chain.mutable_gadget(i);
+        if (g.has_grappa()) calibration = true;
+        if (g.has_accumulate_trigger() && calibration) {
+            g.mutable_accumulate_trigger()->set_emit_calibration(true);
+            calibration = false;
+        }
         if (g.has_gridding() && g.gridding().density() == config::DENSITY_FROM_STREAM) from_stream = true;
         if (g.has_cg_sense() && g.cg_sense().density() == config::DENSITY_FROM_STREAM) from_stream = true;
         if (g.has_toeplitz_cg() && g.toeplitz_cg().density() == config::DENSITY_FROM_STREAM) from_stream = true;

@@ -21,6 +21,7 @@ std::unique_ptr<Gadget> make_gridding(const config::Gridding& cfg);
 std::unique_ptr<Gadget> make_radial_fbp(const config::RadialFbp& cfg);
 std::unique_ptr<Gadget> make_ultrasound_planewave(const config::UltrasoundPlaneWave& cfg);
 std::unique_ptr<Gadget> make_toeplitz_cg(const config::ToeplitzCg& cfg);
+std::unique_ptr<Gadget> make_grappa(const config::Grappa& cfg);
 
 // Builds the gadget described by one chain entry. Throws ConfigError for an empty entry.
 std::unique_ptr<Gadget> make_gadget(const config::Gadget& g);

@@ -219,6 +219,48 @@ const std::map<std::string, Translator>& translators() {
         // Gadgetron's preparation of the GPU SENSE gadgets (buffering, csm): Larmor's accumulator and
         // CgSense do it.
         t["gpuBufferSensePrepGadget"] = [](const XmlGadget&, config::Chain&) {};
+        // Generic_Cartesian_Grappa.xml. Its GRAPPA gadget takes Gadgetron's kernel and lambda names; the
+        // chain's other generic stages are parts of Larmor's gadgets or have no Larmor meaning (listed
+        // below), so the file runs unchanged. The accumulator before it keeps the ACS lines
+        // (gadgets/chain_config.cpp implies emit_calibration).
+        t["GenericReconCartesianGrappaGadget"] = t["Grappa"] = [](const XmlGadget& g, config::Chain& c) {
+            auto* cfg = append(c, g).mutable_grappa();
+            auto to = [cfg, &g](const char* path, const char* prop) {
+                return [cfg, &g, path, prop](const std::string& v) { set_field(*cfg, path, prop, v, g.classname); };
+            };
+            apply_properties(g, *cfg, {
+                {"grappa_kSize_RO", to("kernel_ro", "grappa_kSize_RO")},
+                {"grappa_kSize_E1", to("kernel_e1", "grappa_kSize_E1")},
+                {"grappa_kSize_E2", to("kernel_e2", "grappa_kSize_E2")},
+                {"grappa_reg_lamda", to("lambda", "grappa_reg_lamda")},
+            });
+        };
+        auto nothing = [](const XmlGadget&, config::Chain&) {};
+        // Reference preparation: the Grappa gadget takes the buffer's calibration lines itself.
+        t["GenericReconCartesianReferencePrepGadget"] = nothing;
+        // Asymmetric echo: Larmor's accumulator places every readout by its center_sample.
+        t["AsymmetricEchoAdjustROGadget"] = nothing;
+        // Field-of-view adjustment: every Larmor reconstruction crops to the reconstruction matrix.
+        t["GenericReconFieldOfViewAdjustmentGadget"] = nothing;
+        // Not done by Larmor (every channel is reconstructed; no partial-Fourier or k-space filter; the
+        // image keeps its scale until ImageFinish): accepted so the file runs, said in the log.
+        auto skipped = [](const XmlGadget& g, config::Chain&) {
+            spdlog::info("Gadgetron gadget {} ('{}') has no Larmor counterpart; the chain runs without it", g.classname,
+                         g.name);
+        };
+        for (const char* n : {"GenericReconEigenChannelGadget", "GenericReconPartialFourierHandlingFilterGadget",
+                              "GenericReconKSpaceFilteringGadget", "GenericReconImageArrayScalingGadget"})
+            t[n] = skipped;
+        // Magnitude, then unsigned short: Larmor's ImageFinish does both.
+        t["ComplexToFloatGadget"] = [](const XmlGadget& g, config::Chain& c) {
+            append(c, g).mutable_image_finish()->set_output(config::OUTPUT_MAGNITUDE);
+        };
+        t["FloatToUShortGadget"] = t["FloatToShortGadget"] = [](const XmlGadget& g, config::Chain& c) {
+            config::ImageFinish* f = c.gadget_size() > 0 && c.gadget(c.gadget_size() - 1).has_image_finish()
+                                         ? c.mutable_gadget(c.gadget_size() - 1)->mutable_image_finish()
+                                         : append(c, g).mutable_image_finish();
+            f->set_pixel_type(config::PIXEL_USHORT);
+        };
         return t;
     }();
     return kTable;

@@ -22,6 +22,7 @@ std::unique_ptr<Gadget> make_gadget(const config::Gadget& g) {
     case G::kRadialFbp: return make_radial_fbp(g.radial_fbp());
     case G::kUltrasoundPlanewave: return make_ultrasound_planewave(g.ultrasound_planewave());
     case G::kToeplitzCg: return make_toeplitz_cg(g.toeplitz_cg());
+    case G::kGrappa: return make_grappa(g.grappa());
     case G::KIND_NOT_SET: break;
     }
     throw ConfigError("gadget entry" + (g.name().empty() ? std::string() : " '" + g.name() + "'") +

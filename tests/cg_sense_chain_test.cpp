@@ -15,6 +15,7 @@
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
+#include "tests/support/cartesian_chains.h"
 #include "tests/support/gadget_harness.h"
 #include "tests/support/image_masks.h"
 #include "tests/support/phantom_truth.h"
@@ -55,46 +56,19 @@ phantom::PhantomSpec spec_of(int coils, int accel) {
 }
 
 std::vector<std::unique_ptr<Gadget>> cg_sense_chain(const config::CgSense& cfg = {}) {
-    std::vector<std::unique_ptr<Gadget>> g;
-    g.push_back(make_noise_adjust(config::NoiseAdjust{}));
-    g.push_back(make_remove_ro_oversampling(config::RemoveROOversampling{}));
-    config::AccumulateTrigger acc;
-    acc.set_emit_calibration(true);
-    g.push_back(make_accumulate_trigger(acc));
+    std::vector<std::unique_ptr<Gadget>> g = test::cartesian_front(true);
     g.push_back(make_cg_sense(cfg));
     g.push_back(make_image_finish(config::ImageFinish{}));  // magnitude, float
     return g;
 }
 
 // Zero-filled FFT + root-sum-of-squares: the Cartesian chain with RSS.
-std::vector<std::unique_ptr<Gadget>> zero_filled_chain() {
-    std::vector<std::unique_ptr<Gadget>> g;
-    g.push_back(make_noise_adjust(config::NoiseAdjust{}));
-    g.push_back(make_remove_ro_oversampling(config::RemoveROOversampling{}));
-    g.push_back(make_accumulate_trigger(config::AccumulateTrigger{}));
-    g.push_back(make_fft(config::FFT{}));
-    config::CoilCombine rss;
-    rss.set_method(config::COMBINE_RSS);
-    g.push_back(make_coil_combine(rss));
-    g.push_back(make_image_finish(config::ImageFinish{}));
-    return g;
-}
+std::vector<std::unique_ptr<Gadget>> zero_filled_chain() { return test::rss_chain(false); }
 
-struct Output {
-    std::vector<Image> images;
-    std::vector<std::string> texts;
-};
+using Output = test::ChainOutput;
 
 Output run(std::vector<std::unique_ptr<Gadget>> chain, const test::Dataset& ds, std::shared_ptr<Backend> be) {
-    std::vector<Message> in(ds.acquisitions.begin(), ds.acquisitions.end());
-    SessionContext ctx = test::make_session(ds.header_xml, std::move(be));
-    ctx.chain_name = "cg_sense";
-    Output out;
-    for (Message& m : test::run_chain(std::move(chain), ctx, in)) {
-        if (auto* im = std::get_if<Image>(&m)) out.images.push_back(std::move(*im));
-        if (auto* t = std::get_if<Text>(&m)) out.texts.push_back(t->text);
-    }
-    return out;
+    return test::run_dataset(std::move(chain), ds, std::move(be), "cg_sense");
 }
 
 std::shared_ptr<Backend> gpu_or_null() { return cuda_available() ? make_cuda_backend(0) : nullptr; }
@@ -325,39 +299,8 @@ TEST(CgSenseChain, ShippedChainsParseAndTheXmlFormKeepsTheAcsLines) {
 
 std::string real_dataset_path() { return LARMOR_SHARED_DATA_DIR "/gadgetron-grappa-r3/meas_MID00349_FID09273_SNR_R3.h5"; }
 
-// Residual aliasing of an R=3 image: the object's support (from the unaliased ACS image, grown by a
-// margin for its blur) shifted by +-1/3 of the FOV along y marks where fold-over ghosts land; the
-// mean magnitude there (outside the support) over the mean magnitude inside is the ghost ratio. Far
-// from both, the background ratio is the noise floor the ghost ratio can at best reach.
-struct Aliasing {
-    double ghost = 0, background = 0;
-};
-
-Aliasing aliasing(const std::vector<double>& img, const std::vector<double>& acs, size_t nx, size_t ny) {
-    const double peak = *std::max_element(acs.begin(), acs.end());
-    std::vector<char> core(acs.size());
-    for (size_t i = 0; i < acs.size(); ++i) core[i] = acs[i] > 0.1 * peak;
-    const std::vector<char> support = test::grow(core, nx, ny, 3), wide = test::grow(core, nx, ny, 8);
-    std::vector<char> ghost(img.size(), 0);
-    const size_t shift = ny / 3;
-    for (size_t y = 0; y < ny; ++y)
-        for (size_t x = 0; x < nx; ++x)
-            for (size_t s : {shift, ny - shift}) {
-                const size_t from = ((y + s) % ny) * nx + x;
-                if (core[from] && !wide[y * nx + x]) ghost[y * nx + x] = 1;
-            }
-    const std::vector<char> ghost_wide = test::grow(ghost, nx, ny, 4);
-    double in = 0, g = 0, b = 0;
-    size_t n_in = 0, n_g = 0, n_b = 0;
-    for (size_t i = 0; i < img.size(); ++i) {
-        if (support[i]) in += img[i], ++n_in;
-        else if (ghost[i]) g += img[i], ++n_g;
-        else if (!wide[i] && !ghost_wide[i]) b += img[i], ++n_b;
-    }
-    EXPECT_GT(n_g, 100u) << "no ghost region: the metric would be vacuous";
-    EXPECT_GT(n_b, 100u);
-    return {(g / double(n_g)) / (in / double(n_in)), (b / double(n_b)) / (in / double(n_in))};
-}
+using test::Aliasing;
+using test::aliasing;
 
 TEST(CgSenseChain, RealR3ScanShowsNoFoldOver) {
     const std::string path = real_dataset_path();
@@ -369,18 +312,7 @@ TEST(CgSenseChain, RealR3ScanShowsNoFoldOver) {
     walsh_maps.set_maps(config::CgSense::MAPS_WALSH);
     const Output walsh = run(cg_sense_chain(walsh_maps), ds, cpu);
     // The ACS-only image (unaliased) from the FFT chain that keeps calibration lines.
-    std::vector<std::unique_ptr<Gadget>> acs_chain;
-    acs_chain.push_back(make_noise_adjust(config::NoiseAdjust{}));
-    acs_chain.push_back(make_remove_ro_oversampling(config::RemoveROOversampling{}));
-    config::AccumulateTrigger acc;
-    acc.set_emit_calibration(true);
-    acs_chain.push_back(make_accumulate_trigger(acc));
-    acs_chain.push_back(make_fft(config::FFT{}));
-    config::CoilCombine rss;
-    rss.set_method(config::COMBINE_RSS);
-    acs_chain.push_back(make_coil_combine(rss));
-    acs_chain.push_back(make_image_finish(config::ImageFinish{}));
-    const Output fft = run(std::move(acs_chain), ds, cpu);
+    const Output fft = run(test::rss_chain(true), ds, cpu);
     ASSERT_EQ(sense.images.size(), 1u);
     ASSERT_EQ(fft.images.size(), 2u);  // ACS image first, then the zero-filled R=3 image
     const std::vector<double> acs = pixels(fft.images[0]), zf = pixels(fft.images[1]), cg = pixels(sense.images[0]);

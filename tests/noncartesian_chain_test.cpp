@@ -84,11 +84,13 @@ std::vector<std::unique_ptr<Gadget>> fbp_chain() {
 }
 
 std::vector<std::unique_ptr<Gadget>> cg_sense_chain(
-    config::CgSense::NormalOperator normal = config::CgSense::NORMAL_NUFFT_PAIR) {
+    config::CgSense::NormalOperator normal = config::CgSense::NORMAL_NUFFT_PAIR,
+    config::CgSense::CoilMaps maps = config::CgSense::MAPS_DEFAULT) {
     std::vector<std::unique_ptr<Gadget>> g;
     g.push_back(make_accumulate_readouts(accumulate()));
     config::CgSense cg;
     cg.set_normal(normal);
+    cg.set_maps(maps);
     cg.mutable_solver()->set_iterations(30);
     cg.mutable_solver()->set_tolerance(1e-4f);
     cg.mutable_solver()->set_lambda(0.01f);
@@ -208,9 +210,14 @@ TEST(NoncartesianChain, RadialCgSenseAt64SpokesBeatsGridding) {
     const double grid = error_of(run(gridding_chain(config::DENSITY_PIPE_MENON), ds, cpu()), truth);
     const Output cg = run(cg_sense_chain(), ds, cpu());
     const double sense = error_of(cg, truth);
-    std::printf("[radial 96^2, 64 golden-angle spokes (R = 2.4), 8 coils] NRMSE gridding %.4f, CG-SENSE %.4f\n", grid,
-                sense);
+    const Output es = run(cg_sense_chain(config::CgSense::NORMAL_NUFFT_PAIR, config::CgSense::MAPS_ESPIRIT), ds, cpu());
+    const double espirit = error_of(es, truth);
+    std::printf("[radial 96^2, 64 golden-angle spokes (R = 2.4), 8 coils] NRMSE gridding %.4f, CG-SENSE %.4f (Walsh "
+                "maps), %.4f (ESPIRiT maps)\n",
+                grid, sense, espirit);
     EXPECT_LT(sense, grid);
+    EXPECT_LT(espirit, grid);
+    EXPECT_NE(std::string(parse_meta(es.images.at(0).meta).as_str("CgSenseCoilMaps")).find("ESPIRiT"), std::string::npos);
 }
 
 // F^H W F as the Toeplitz embedding or as the NUFFT pair: one solution, to the NUFFT's tolerance (1e-3);

@@ -469,6 +469,24 @@ TEST_F(ServerWithClient, RealDatasetThroughCgSenseChains) {
     EXPECT_EQ(status_field(query(server.port(), "larmor::status"), "images_sent"), 2);
 }
 
+// GRAPPA through the server with larmor-client: Larmor's chain and Gadgetron's classnames.
+TEST_F(ServerWithClient, RealDatasetThroughGrappaChains) {
+    if (!file_exists(kDataset)) GTEST_SKIP() << "dataset absent: " << kDataset;
+    ServerProcess server({"--backend", "cpu"});
+    const DatasetCopy copy;
+    for (const char* chain : {"grappa", "Generic_Cartesian_Grappa.xml"}) {
+        const std::string out = out_path(std::string("grappa-") + chain);
+        const auto r = test::run_process({test::client_binary(), "-a", "127.0.0.1", "-p", std::to_string(server.port()),
+                                          "-f", copy.path(), "-c", chain, "-o", out},
+                                         300s);
+        EXPECT_EQ(r.exit_code, 0) << chain << "\n" << r.output;
+        EXPECT_EQ(r.output.find("ERROR"), std::string::npos) << chain << "\n" << r.output;
+        EXPECT_TRUE(file_exists(out)) << "no images written to " << out << "\n" << r.output;
+        ::unlink(out.c_str());
+    }
+    EXPECT_EQ(status_field(query(server.port(), "larmor::status"), "images_sent"), 2);
+}
+
 // Several clients replaying one scan file at once (ISMRMRD opens inputs read-write, so without the
 // client's HDF5 locking opt-out only the first could open it).
 TEST_F(ServerWithClient, EightClientsStreamTheSameFileAtOnce) {

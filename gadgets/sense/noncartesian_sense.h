@@ -12,6 +12,7 @@
 // separate calibration scan is needed.
 #include <memory>
 
+#include "core/coils/espirit.h"
 #include "core/iter/cg.h"
 #include "core/linops/nufft.h"
 #include "gadgets/message.h"
@@ -21,6 +22,9 @@ namespace larmor {
 struct NoncartesianSenseSetup {
     float calibration_radius = 12.f;  // cycles per FOV
     int map_kernel = 7, map_stride = 7;
+    // ESPIRiT maps (noncartesian_espirit_maps) instead of Walsh's.
+    bool espirit = false;
+    coils::EspiritSettings espirit_settings;
     float lambda = 0.01f;
     CGOptions cg;
     // Q's spectrum for these points, grid and weights (core/linops/toeplitz.h): F^H W F is then the
@@ -41,6 +45,13 @@ struct NoncartesianSense {
 // density weights (host [M]) times a Hann taper in |k|.
 CArray noncartesian_coil_maps(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb, Nufft& plan,
                               const RArray& weights_host, float radius, int map_kernel, int map_stride);
+
+// ESPIRiT maps [X, Y, Z, C] (core/coils/espirit.h) from the gridded k-space centre: the samples within
+// half the calibration block's diagonal (plus one cycle) of the centre, density-weighted and untapered,
+// gridded onto the image grid by `plan` and transformed back to Cartesian k-space, whose central
+// calibration x calibration block (x calibration in 3D) ESPIRiT calibrates on.
+CArray noncartesian_espirit_maps(const std::shared_ptr<Backend>& be, const TrajectoryBuffer& tb, Nufft& plan,
+                                 const RArray& weights_host, const coils::EspiritSettings& s);
 
 // W^1/2 F_nu: image x coils -> [M, coils], the part of E whose normal the Toeplitz embedding replaces.
 // weights [M] on the backend.
