@@ -163,6 +163,7 @@ const ChainCase kCases[] = {
     {"default.xml", Scan::Cartesian},         {"default.xml", Scan::CartesianNoise},
     {"cg_sense", Scan::CartesianR2},          {"cg_sense", Scan::CartesianR2Noise},
     {"cg_sense.xml", Scan::CartesianR2},      {"radial_gridding", Scan::Radial},
+    {"grappa", Scan::CartesianR2},            {"grappa", Scan::CartesianR2Noise},
     // cg_sense_radial takes the Toeplitz normal where it is faster (CgSense.normal AUTO): its float
     // rounding on the 2N grid moves the image by up to 1.03e-4 between scales (CPU, 2026-11-28; no scale
     // trend), as the fhd chains' below.
@@ -224,7 +225,7 @@ TEST_P(ScaleRobustness, RealScanWithoutNoiseScanAtEveryScale) {
     for (Acquisition& a : ds.acquisitions)
         if (!(a.head.flags & (1ull << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1)))) imaging.push_back(std::move(a));
     ds.acquisitions = std::move(imaging);
-    for (const char* chain : {"cartesian", "cg_sense"}) {
+    for (const char* chain : {"cartesian", "cg_sense", "grappa"}) {
         SCOPED_TRACE(chain);
         const Output ref = run(chain, ds, be);
         ASSERT_FALSE(ref.images.empty());
