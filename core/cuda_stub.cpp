@@ -4,8 +4,13 @@
 
 #include "core/backend.h"
 #include "core/linops/finite_difference_kernels.h"
+#include "core/no_cuda.h"
 
 namespace larmor {
+
+void throw_no_cuda(const std::string& what) {
+    throw std::runtime_error(what + ": this Larmor build has no CUDA backend (built without nvcc)");
+}
 
 bool cuda_available() { return false; }
 
@@ -14,21 +19,14 @@ std::vector<std::string> cuda_devices() { return {}; }
 uint64_t cuda_device_memory(int) { return 0; }
 
 std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets) {
-    throw std::runtime_error("make_cuda_backend(" + std::to_string(device) +
-                             "): this Larmor build has no CUDA backend (built without nvcc)");
+    throw_no_cuda("make_cuda_backend(" + std::to_string(device) + ")");
 }
-
-namespace {
-[[noreturn]] void no_cuda(const char* what) {
-    throw std::runtime_error(std::string(what) + ": this Larmor build has no CUDA backend (built without nvcc)");
-}
-}  // namespace
 
 void cuda::finite_difference_forward(Backend&, const CArray&, CArray&, const DiffGeometry&) {
-    no_cuda("finite_difference_forward");
+    throw_no_cuda("finite_difference_forward");
 }
 void cuda::finite_difference_adjoint(Backend&, const CArray&, CArray&, const DiffGeometry&) {
-    no_cuda("finite_difference_adjoint");
+    throw_no_cuda("finite_difference_adjoint");
 }
 
 }  // namespace larmor

@@ -18,17 +18,6 @@ float2* dev(CArray& a) { return reinterpret_cast<float2*>(a.data()); }
 const float2* dev(const CArray& a) { return reinterpret_cast<const float2*>(a.data()); }
 
 // Device memory of the backend's device, or a clear refusal naming the array.
-void check_ours(Backend& be, const CArray& a, const char* op, const char* name) {
-    if (a.size() == 0) return;
-    const int want = larmor::cuda::backend_device(be);
-    const int got = a.device() == Device::Cuda && a.storage() ? larmor::cuda::storage_device(*a.storage()) : -1;
-    if (got != want)
-        throw std::invalid_argument(std::string(op) + ": " + name + " " + a.shape().str() +
-                                    (got < 0 ? std::string(" is not device memory of the session's CUDA backend")
-                                             : " lives on CUDA device " + std::to_string(got)) +
-                                    ", the backend is on device " + std::to_string(want));
-}
-
 // A scratch block of at least `bytes` on the backend (released, stream-ordered, with its handle).
 CArray scratch(Backend& be, size_t bytes) { return be.empty({std::max<size_t>(1, (bytes + 7) / 8)}); }
 
@@ -48,8 +37,8 @@ WalshDims walsh_dims(const CArray& x, int kernel, int stride, const char* op) {
 }  // namespace
 
 void rss_last_axis(Backend& be, const CArray& x, CArray& y) {
-    check_ours(be, x, "rss_last_axis", "x");
-    check_ours(be, y, "rss_last_axis", "y");
+    larmor::cuda::check_on_backend(be, x, "rss_last_axis", "x");
+    larmor::cuda::check_on_backend(be, y, "rss_last_axis", "y");
     DeviceGuard g(larmor::cuda::backend_device(be));
     const long long pixels = static_cast<long long>(y.size());
     launch_rss(dev(x), pixels, pixels ? static_cast<long long>(x.size()) / pixels : 0, dev(y),
@@ -57,9 +46,9 @@ void rss_last_axis(Backend& be, const CArray& x, CArray& y) {
 }
 
 void combine_last_axis(Backend& be, const CArray& x, const CArray& maps, CArray& y) {
-    check_ours(be, x, "combine_last_axis", "x");
-    check_ours(be, maps, "combine_last_axis", "maps");
-    check_ours(be, y, "combine_last_axis", "y");
+    larmor::cuda::check_on_backend(be, x, "combine_last_axis", "x");
+    larmor::cuda::check_on_backend(be, maps, "combine_last_axis", "maps");
+    larmor::cuda::check_on_backend(be, y, "combine_last_axis", "y");
     DeviceGuard g(larmor::cuda::backend_device(be));
     const long long pixels = static_cast<long long>(y.size());
     launch_combine(dev(x), dev(maps), pixels, pixels ? static_cast<long long>(x.size()) / pixels : 0, dev(y),
@@ -67,8 +56,8 @@ void combine_last_axis(Backend& be, const CArray& x, const CArray& maps, CArray&
 }
 
 void walsh_sensitivities(Backend& be, const CArray& x, int kernel, int stride, CArray& maps) {
-    check_ours(be, x, "walsh_sensitivities", "x");
-    check_ours(be, maps, "walsh_sensitivities", "maps");
+    larmor::cuda::check_on_backend(be, x, "walsh_sensitivities", "x");
+    larmor::cuda::check_on_backend(be, maps, "walsh_sensitivities", "maps");
     if (x.size() == 0) return;
     const WalshDims d = walsh_dims(x, kernel, stride, "walsh_sensitivities");
     CArray s = scratch(be, walsh_scratch_bytes(d));
@@ -77,8 +66,8 @@ void walsh_sensitivities(Backend& be, const CArray& x, int kernel, int stride, C
 }
 
 void walsh_combine(Backend& be, const CArray& x, int kernel, int stride, CArray& y) {
-    check_ours(be, x, "walsh_combine", "x");
-    check_ours(be, y, "walsh_combine", "y");
+    larmor::cuda::check_on_backend(be, x, "walsh_combine", "x");
+    larmor::cuda::check_on_backend(be, y, "walsh_combine", "y");
     if (x.size() == 0) return;
     const WalshDims d = walsh_dims(x, kernel, stride, "walsh_combine");
     CArray s = scratch(be, walsh_combine_scratch_bytes(d));

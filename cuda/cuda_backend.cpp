@@ -457,6 +457,27 @@ int cuda::backend_device(Backend& b) {
     return c->device_index();
 }
 
+namespace {
+template <class T>
+void check_on_backend_any(Backend& b, const Array<T>& a, const char* op, const char* name) {
+    if (a.size() == 0) return;
+    const int want = cuda::backend_device(b);
+    const int got = a.device() == Device::Cuda && a.storage() ? cuda::storage_device(*a.storage()) : -1;
+    if (got != want)
+        throw std::invalid_argument(std::string(op) + ": " + name + " " + a.shape().str() +
+                                    (got < 0 ? std::string(" is not device memory of the session's CUDA backend")
+                                             : " lives on CUDA device " + std::to_string(got)) +
+                                    ", the backend is on device " + std::to_string(want));
+}
+}  // namespace
+
+void cuda::check_on_backend(Backend& b, const CArray& a, const char* op, const char* name) {
+    check_on_backend_any(b, a, op, name);
+}
+void cuda::check_on_backend(Backend& b, const RArray& a, const char* op, const char* name) {
+    check_on_backend_any(b, a, op, name);
+}
+
 bool cuda_available() {
     try {
         if (device_count() <= 0) return false;

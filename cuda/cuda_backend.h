@@ -13,4 +13,10 @@ namespace larmor::cuda {
 cudaStream_t backend_stream(Backend& b);
 int backend_device(Backend& b);
 
+// The check of every kernel entry point on its arguments: `a` is empty or device memory of b's device,
+// else std::invalid_argument naming op, the array and both devices (an array of another session's
+// device would otherwise fault inside the kernel, or worse, read another device's memory).
+void check_on_backend(Backend& b, const CArray& a, const char* op, const char* name);
+void check_on_backend(Backend& b, const RArray& a, const char* op, const char* name);
+
 }  // namespace larmor::cuda

@@ -121,9 +121,9 @@ void throw_on_failure(Backend& be, const CArray& info, size_t batch, const char*
 
 void hermitian_eig(Backend& be, const CArray& a, RArray& values, CArray& vectors, size_t n, size_t batch) {
     const char* op = "hermitian_eig";
-    check_ours(be, a, op, "a");
-    check_ours(be, values, op, "values");
-    check_ours(be, vectors, op, "vectors");
+    larmor::cuda::check_on_backend(be, a, op, "a");
+    larmor::cuda::check_on_backend(be, values, op, "values");
+    larmor::cuda::check_on_backend(be, vectors, op, "vectors");
     const std::string ctx = detail::call_context(be, op, a);
     const int device = larmor::cuda::backend_device(be);
     DeviceGuard g(device);
@@ -160,8 +160,8 @@ void hermitian_eig(Backend& be, const CArray& a, RArray& values, CArray& vectors
 
 void cholesky_solve(Backend& be, const CArray& a, CArray& b, size_t n, size_t nrhs, size_t batch) {
     const char* op = "cholesky_solve";
-    check_ours(be, a, op, "a");
-    check_ours(be, b, op, "b");
+    larmor::cuda::check_on_backend(be, a, op, "a");
+    larmor::cuda::check_on_backend(be, b, op, "b");
     const std::string ctx = detail::call_context(be, op, a);
     const int device = larmor::cuda::backend_device(be);
     DeviceGuard g(device);
@@ -226,10 +226,10 @@ void cholesky_solve(Backend& be, const CArray& a, CArray& b, size_t n, size_t nr
 
 void svd(Backend& be, const CArray& a, RArray& s, CArray& u, CArray& v, size_t m, size_t n, size_t batch) {
     const char* op = "svd";
-    check_ours(be, a, op, "a");
-    check_ours(be, s, op, "s");
-    check_ours(be, u, op, "u");
-    check_ours(be, v, op, "v");
+    larmor::cuda::check_on_backend(be, a, op, "a");
+    larmor::cuda::check_on_backend(be, s, op, "s");
+    larmor::cuda::check_on_backend(be, u, op, "u");
+    larmor::cuda::check_on_backend(be, v, op, "v");
     const std::string ctx = detail::call_context(be, op, a);
     const int device = larmor::cuda::backend_device(be);
     DeviceGuard g(device);

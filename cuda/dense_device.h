@@ -1,7 +1,7 @@
 #pragma once
 // What the dense layer's cuSOLVER and cuBLAS calls share (cuda/dense_cusolver.cpp,
-// cuda/dense_cublas.cpp): the check that an array is device memory of the session's backend, raw
-// device pointers, int scratch from the backend, and the read-back of the first failing info flag.
+// cuda/dense_cublas.cpp): raw device pointers, int scratch from the backend, and the read-back of the
+// first failing info flag.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -10,10 +10,6 @@
 #include "core/backend.h"
 
 namespace larmor::dense::cuda::detail {
-
-// Device memory of the backend's device, or std::invalid_argument naming op, the array and both devices.
-void check_ours(Backend& be, const CArray& a, const char* op, const char* name);
-void check_ours(Backend& be, const RArray& a, const char* op, const char* name);
 
 inline float2* dev(CArray& a) { return reinterpret_cast<float2*>(a.data()); }
 inline const float2* dev(const CArray& a) { return reinterpret_cast<const float2*>(a.data()); }

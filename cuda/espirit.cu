@@ -158,11 +158,10 @@ __global__ void eigen_kernel(const float2* __restrict__ h, const float2* __restr
 }
 
 void check_device(Backend& be, const CArray& a, size_t n, const char* name) {
-    const int want = backend_device(be);
-    if (a.size() != n || a.device() != Device::Cuda || !a.storage() || larmor::cuda::storage_device(*a.storage()) != want)
-        throw std::invalid_argument(std::string("espirit_eigenvectors: ") + name + " " + a.shape().str() +
-                                    " should be " + std::to_string(n) + " elements on CUDA device " +
-                                    std::to_string(want));
+    if (a.size() != n)
+        throw std::invalid_argument(std::string("espirit_eigenvectors: ") + name + " " + a.shape().str() + " should be " +
+                                    std::to_string(n) + " elements");
+    larmor::cuda::check_on_backend(be, a, "espirit_eigenvectors", name);
 }
 
 }  // namespace

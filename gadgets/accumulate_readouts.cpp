@@ -28,6 +28,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/constants.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
@@ -55,8 +56,6 @@ std::string number(float v) {
 constexpr const char* kWeightHint =
     "; if the third traj component is a density weight (ISMRMRD (kx, ky, w)), set accumulate_readouts { "
     "trajectory_weights: true }";
-
-std::string scan(const Acquisition& a) { return " (acquisition scan_counter " + std::to_string(a.head.scan_counter) + ")"; }
 
 struct Key {
     uint16_t encoding, slice, contrast, phase, repetition, set;
@@ -122,7 +121,7 @@ public:
         if (p.ops.remove_ro_oversampling)
             throw std::runtime_error("AccumulateReadouts: remove_ro_oversampling before a non-Cartesian accumulator "
                                      "would change the readout's sampling but not its trajectory; remove it from "
-                                     "the chain (the gridding grid handles oversampled readouts)" + scan(p.acq));
+                                     "the chain (the gridding grid handles oversampled readouts)" + p.acq.scan_text());
         Acquisition a = materialize(std::move(p));
         accumulate(a, out);
     }
@@ -213,7 +212,7 @@ private:
             (computed ? " (" + std::to_string(computed_->dims() + 1) + " with the computed " + computed_->kind_name() +
                             " coordinates)"
                       : std::string()) +
-            "; without weights in the data, unset trajectory_weights and use a computed density" + scan(a));
+            "; without weights in the data, unset trajectory_weights and use a computed density" + a.scan_text());
     }
 
     const Grid& grid_for(const Acquisition& a) {
@@ -227,7 +226,7 @@ private:
                     (computed_ && !computed_->override_stream()
                          ? "; set computed { override_stream: true } to use the computed trajectory for every readout"
                          : "") +
-                    scan(a));
+                    a.scan_text());
             return *grid_;
         }
         if (td != 2 && td != 3)
@@ -239,11 +238,11 @@ private:
                 (td == 4 ? "; 4 components are (kx, ky, kz, w) with density weights: set accumulate_readouts { "
                            "trajectory_weights: true }"
                          : "") +
-                scan(a));
+                a.scan_text());
         if (a.head.encoding_space_ref != 0)
             throw std::runtime_error("AccumulateReadouts: encoding_space_ref " +
                                      std::to_string(a.head.encoding_space_ref) + " (one encoding space supported)" +
-                                     scan(a));
+                                     a.scan_text());
         const auto& m = geometry_.recon_matrix;
         Grid g;
         const size_t partitions = geometry_.encoded_matrix[2];
@@ -274,7 +273,7 @@ private:
         if (p < 0 || p >= int(g.image[2]))
             throw std::runtime_error("AccumulateReadouts: kspace_encode_step_2 " +
                                      std::to_string(a.head.idx.kspace_encode_step_2) + " is outside the " +
-                                     std::to_string(g.image[2]) + " partitions of the encoding" + scan(a));
+                                     std::to_string(g.image[2]) + " partitions of the encoding" + a.scan_text());
         return p;
     }
 
@@ -296,7 +295,7 @@ private:
                                     : "[-" + std::to_string(g.image[d] / 2) + ", " + std::to_string(g.image[d] / 2) +
                                           "] cycles per FOV") +
                         "; trajectory_units says " + (normalised ? "normalised" : "cycles per FOV") + ")" +
-                        (d == 2 && g.image[2] == 1 ? kWeightHint : "") + scan(a));
+                        (d == 2 && g.image[2] == 1 ? kWeightHint : "") + a.scan_text());
                 k = std::clamp(k, -n / 2, n / 2);
                 r.coords[s * static_cast<size_t>(g.dims) + static_cast<size_t>(d)] = static_cast<float>(k);
             }
@@ -329,7 +328,7 @@ private:
                                          std::to_string(s) + " (traj component " + std::to_string(td) + " of " +
                                          std::to_string(td) + ", trajectory_weights) is " +
                                          (std::isfinite(w) ? "negative" : "not finite") +
-                                         "; weights must be finite and >= 0" + scan(a));
+                                         "; weights must be finite and >= 0" + a.scan_text());
             r.weights[s] = w;
         }
     }
@@ -341,21 +340,21 @@ private:
         const size_t ns = a.head.number_of_samples, ch = a.head.active_channels;
         if (ch == 0 || ch > kMaxChannels)
             throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " active channels (1.." +
-                                     std::to_string(kMaxChannels) + " supported)" + scan(a));
+                                     std::to_string(kMaxChannels) + " supported)" + a.scan_text());
         if (ns == 0 || a.data.size() != ch * ns)
             throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.data.size()) + " values of data for " +
-                                     std::to_string(ch) + " channels x " + std::to_string(ns) + " samples" + scan(a));
+                                     std::to_string(ch) + " channels x " + std::to_string(ns) + " samples" + a.scan_text());
         const size_t td = a.head.trajectory_dimensions;  // traj's stride: coordinates (+ weight)
         if ((!computed || weights_) && a.traj.size() != ns * td)
             throw std::runtime_error("AccumulateReadouts: " + std::to_string(a.traj.size()) +
                                      " trajectory values for " + std::to_string(ns) + " samples x " +
-                                     std::to_string(td) + " dimensions" + scan(a));
+                                     std::to_string(td) + " dimensions" + a.scan_text());
         if (samples_ && ns != *samples_)
             throw std::runtime_error("AccumulateReadouts: readout of " + std::to_string(ns) +
-                                     " samples; earlier readouts had " + std::to_string(*samples_) + scan(a));
+                                     " samples; earlier readouts had " + std::to_string(*samples_) + a.scan_text());
         if (channels_ && ch != *channels_)
             throw std::runtime_error("AccumulateReadouts: " + std::to_string(ch) + " channels; earlier readouts had " +
-                                     std::to_string(*channels_) + scan(a));
+                                     std::to_string(*channels_) + a.scan_text());
         samples_ = ns;
         channels_ = ch;
 
@@ -451,7 +450,6 @@ private:
             for (size_t d = 0; d < (in_plane ? 2 : dims); ++d) r2 += double(k[i * dims + d]) * k[i * dims + d];
             kmax2 = std::max(kmax2, r2);
         }
-        constexpr double kPi = 3.14159265358979323846;
         const double kmax = std::sqrt(kmax2);
         const double volume = in_plane ? kPi * kmax2 * double(tb.partitions) : 4.0 / 3.0 * kPi * kmax2 * kmax;
         const double ratio = volume > 0 ? sum / volume : 0;

@@ -28,8 +28,6 @@
 namespace larmor {
 namespace {
 
-constexpr size_t kMaxChannels = 1024;
-
 // What a special readout is, for the session summary; nullptr for ordinary data.
 const char* special_kind(const Acquisition& a) {
     using namespace ISMRMRD;
@@ -46,8 +44,6 @@ const char* special_kind(const Acquisition& a) {
         if (a.flag(flag)) return kind;
     return nullptr;
 }
-
-std::string scan(const Acquisition& a) { return " (acquisition scan_counter " + std::to_string(a.head.scan_counter) + ")"; }
 
 struct BufferKey {
     uint16_t encoding, slice, contrast, phase, repetition, set, average;
@@ -96,21 +92,21 @@ public:
         if (ch != channels_)
             throw std::runtime_error("AccumulateTrigger: " + std::to_string(ch) +
                                      " channels, but earlier readouts of this buffer have " +
-                                     std::to_string(channels_) + scan(a));
+                                     std::to_string(channels_) + a.scan_text());
         if (ops.remove_ro_oversampling != ops_.remove_ro_oversampling || !same_mix(ops.coil_mix))
             throw std::runtime_error("AccumulateTrigger: the pending line operations (noise prewhitening, readout "
-                                     "oversampling removal) changed within one buffer" + scan(a));
+                                     "oversampling removal) changed within one buffer" + a.scan_text());
         if (ro_for(a, ops, g) != ro_)
             throw std::runtime_error("AccumulateTrigger: readout of " + std::to_string(ns) +
                                      " samples does not fit the buffer's readout length " + std::to_string(ro_) +
-                                     scan(a));
+                                     a.scan_text());
 
         // Readout position (asymmetric echo: center_sample at RO/2).
         const int off = readout_offset(ro_, ns, a.head.center_sample);
         if (off < 0 || size_t(off) + ns > ro_)
             throw std::runtime_error("AccumulateTrigger: readout of " + std::to_string(ns) + " samples with center_sample " +
                                      std::to_string(a.head.center_sample) + " does not fit the readout length " +
-                                     std::to_string(ro_) + scan(a));
+                                     std::to_string(ro_) + a.scan_text());
         const size_t e1 = position(a.head.idx.kspace_encode_step_1, g.e1_min, g.e1_max, e1_offset(g), e1_,
                                    "kspace_encode_step_1", a);
         const size_t e2 = position(a.head.idx.kspace_encode_step_2, g.e2_min, g.e2_max, e2_offset(g), e2_,
@@ -238,13 +234,13 @@ private:
         if (step < lo || step > hi)
             throw std::runtime_error("AccumulateTrigger: " + std::string(name) + " " + std::to_string(step) +
                                      " is outside the encoding limits [" + std::to_string(lo) + ", " +
-                                     std::to_string(hi) + "]" + scan(a));
+                                     std::to_string(hi) + "]" + a.scan_text());
         const int p = int(step) + offset;
         if (p < 0 || size_t(p) >= extent)
             throw std::runtime_error("AccumulateTrigger: " + std::string(name) + " " + std::to_string(step) +
                                      " lands at index " + std::to_string(p) + ", outside the encoded matrix of " +
                                      std::to_string(extent) + " (centre line at " + std::to_string(extent / 2) + ")" +
-                                     scan(a));
+                                     a.scan_text());
         return size_t(p);
     }
 
@@ -341,17 +337,17 @@ private:
     void add(const Acquisition& a, const LineOps& ops) {
         const EncodingGeometry& g = geometry(a.head.encoding_space_ref);
         const size_t ch = a.head.active_channels;
-        if (ch == 0 || ch > kMaxChannels)
+        if (ch == 0 || ch > wire::kMaxChannels)
             throw std::runtime_error("AccumulateTrigger: " + std::to_string(ch) + " active channels (1.." +
-                                     std::to_string(kMaxChannels) + " supported)" + scan(a));
+                                     std::to_string(wire::kMaxChannels) + " supported)" + a.scan_text());
         if (a.data.size() != ch * a.head.number_of_samples)
             throw std::runtime_error("AccumulateTrigger: " + std::to_string(a.data.size()) + " values of data for " +
                                      std::to_string(ch) + " channels x " + std::to_string(a.head.number_of_samples) +
-                                     " samples" + scan(a));
+                                     " samples" + a.scan_text());
         if (a.head.number_of_samples == 0 || a.head.number_of_samples > g.encoded_matrix[0])
             throw std::runtime_error("AccumulateTrigger: readout of " + std::to_string(a.head.number_of_samples) +
                                      " samples for an encoded matrix x of " + std::to_string(g.encoded_matrix[0]) +
-                                     scan(a));
+                                     a.scan_text());
 
         const bool calibration = a.flag(ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION);
         const bool both = a.flag(ISMRMRD::ISMRMRD_ACQ_IS_PARALLEL_CALIBRATION_AND_IMAGING);

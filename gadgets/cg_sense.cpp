@@ -42,7 +42,7 @@ constexpr int kDefaultMapKernel = 7;
 // Fewer fully sampled lines than this cannot support a coil-map estimate.
 constexpr size_t kMinCalibrationLines = 8;
 
-struct Settings {
+struct CgSenseSettings {
     SolverKnobs solver;
     int map_kernel, map_stride;
     config::CgSense::CoilMaps maps = config::CgSense::MAPS_DEFAULT;
@@ -54,8 +54,8 @@ struct Settings {
     config::CgSense::NormalOperator normal = config::CgSense::NORMAL_AUTO;
 };
 
-Settings settings_of(const config::CgSense& c) {
-    Settings s{};
+CgSenseSettings settings_of(const config::CgSense& c) {
+    CgSenseSettings s{};
     s.solver = solver_knobs(c.solver(), kGadget);
     s.nufft = nufft_options(c.nufft(), kGadget);
     s.map_kernel = c.map_kernel_size() == 0 ? kDefaultMapKernel : c.map_kernel_size();
@@ -279,7 +279,7 @@ private:
         meta.set("ImageComment", "CG-SENSE");
     }
 
-    Settings s_;
+    CgSenseSettings s_;
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;
     NufftPlanCache plans_;

@@ -34,13 +34,13 @@ constexpr const char* kGadget = "Grappa";
 constexpr int kDefaultMapKernel = 7;
 constexpr size_t kMinCalibrationLines = 4;
 
-struct Settings {
+struct GrappaGadgetSettings {
     coils::GrappaSettings grappa;
     int map_kernel = kDefaultMapKernel, map_stride = kDefaultMapKernel;
 };
 
-Settings settings_of(const config::Grappa& c) {
-    Settings s;
+GrappaGadgetSettings settings_of(const config::Grappa& c) {
+    GrappaGadgetSettings s;
     if (c.kernel_ro() != 0) s.grappa.kernel_ro = c.kernel_ro();
     if (c.kernel_e1() != 0) s.grappa.kernel_e1 = c.kernel_e1();
     if (c.kernel_e2() != 0) s.grappa.kernel_e2 = c.kernel_e2();
@@ -194,7 +194,7 @@ private:
         meta.set("ImageComment", "GRAPPA");
     }
 
-    Settings s_;
+    GrappaGadgetSettings s_;
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;
     // Per slice: each has its own calibration lines and coil geometry.

@@ -21,13 +21,13 @@
 namespace larmor {
 namespace {
 
-struct Settings {
+struct GriddingSettings {
     DensityRequest density;
     NufftOptions nufft;
 };
 
-Settings settings_of(const config::Gridding& c) {
-    Settings s;
+GriddingSettings settings_of(const config::Gridding& c) {
+    GriddingSettings s;
     s.density.method = c.density();
     s.density.iterations = c.density_iterations() == 0 ? 20 : c.density_iterations();
     s.nufft.tolerance = c.tolerance() == 0.f ? 1e-3 : static_cast<double>(c.tolerance());
@@ -110,7 +110,7 @@ private:
         return a;
     }
 
-    Settings s_;
+    GriddingSettings s_;
     std::shared_ptr<Backend> backend_;
     std::string session_, chain_;
     PrecomputeCache* cache_ = nullptr;

@@ -22,7 +22,6 @@ namespace fs = std::filesystem;
 //   channels*channels complex<double> (re, im) row-major.
 constexpr char kMagic[8] = {'L', 'R', 'M', 'N', 'O', 'I', 'S', 'E'};
 constexpr uint32_t kVersion = 1;
-constexpr uint32_t kMaxChannels = 1024;        // ISMRMRD channel masks
 constexpr uint32_t kMaxLabelBytes = 4096;
 constexpr uintmax_t kMaxFileBytes = 64u << 20;  // 1024^2 complex doubles are 16 MiB
 
@@ -87,7 +86,7 @@ private:
 
 std::string serialize(const NoiseCovariance& cov) {
     const size_t c = cov.channels;
-    if (c == 0 || c > kMaxChannels || cov.matrix.size() != c * c)
+    if (c == 0 || c > wire::kMaxChannels || cov.matrix.size() != c * c)
         throw std::invalid_argument("noise covariance of " + std::to_string(c) + " channels holds " +
                                     std::to_string(cov.matrix.size()) + " entries; cannot store it");
     std::string out(kMagic, sizeof kMagic);
@@ -116,13 +115,13 @@ NoiseCovariance deserialize(const std::string& bytes, const std::string& path) {
     if (version != kVersion) in.damaged("version " + std::to_string(version) + ", expected " + std::to_string(kVersion));
     NoiseCovariance cov;
     cov.channels = in.get<uint32_t>("the channel count");
-    if (cov.channels == 0 || cov.channels > kMaxChannels)
-        in.damaged("channel count " + std::to_string(cov.channels) + " outside 1.." + std::to_string(kMaxChannels));
+    if (cov.channels == 0 || cov.channels > wire::kMaxChannels)
+        in.damaged("channel count " + std::to_string(cov.channels) + " outside 1.." + std::to_string(wire::kMaxChannels));
     cov.samples = in.get<uint64_t>("the sample count");
     cov.noise_dwell_time_us = in.get<float>("the noise dwell time");
     cov.receiver_noise_bandwidth = in.get<double>("the receiver bandwidth");
     const uint32_t labels = in.get<uint32_t>("the label count");
-    if (labels > kMaxChannels) in.damaged("label count " + std::to_string(labels));
+    if (labels > wire::kMaxChannels) in.damaged("label count " + std::to_string(labels));
     for (uint32_t i = 0; i < labels; ++i) {
         const uint32_t n = in.get<uint32_t>("a label length");
         if (n > kMaxLabelBytes) in.damaged("label length " + std::to_string(n));

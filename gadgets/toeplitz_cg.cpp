@@ -41,7 +41,7 @@ namespace {
 
 constexpr int kDefaultIterations = 60;  // Stone et al.'s count
 
-struct Settings {
+struct ToeplitzCgSettings {
     SolverKnobs solver;
     NufftOptions nufft;
     ToeplitzCgSetup setup;
@@ -53,8 +53,8 @@ struct Settings {
     float edge_threshold = 0.05f;
 };
 
-Settings settings_of(const config::ToeplitzCg& c) {
-    Settings s;
+ToeplitzCgSettings settings_of(const config::ToeplitzCg& c) {
+    ToeplitzCgSettings s;
     config::SolverSettings solver = c.solver();
     if (solver.iterations() == 0) solver.set_iterations(kDefaultIterations);
     s.solver = solver_knobs(solver, "ToeplitzCg");
@@ -275,7 +275,7 @@ private:
         return anatomical_edge_weights(r, s_.edge_threshold);
     }
 
-    Settings s_;
+    ToeplitzCgSettings s_;
     std::shared_ptr<Backend> backend_;
     std::string chain_, session_;
     NufftPlanCache plans_;

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/recon/stolt_migration.h"
+#include "core/constants.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
 #include "gadgets/image_header.h"
@@ -27,7 +28,6 @@
 namespace larmor {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr float kDefaultTolerance = 1e-4f;
 
 double user_double(const ISMRMRD::IsmrmrdHeader& h, const std::string& name) {

@@ -19,20 +19,20 @@ namespace {
 // served from it. A buffer larger than the payloads would add one memcpy of every payload.
 constexpr size_t kReadBufferBytes = 64 * 1024;
 
-std::string seconds_text(std::chrono::steady_clock::duration d) {
+}  // namespace
+
+std::string duration_text(std::chrono::steady_clock::duration d) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
     if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
     return std::to_string(ms) + " ms";
 }
 
-}  // namespace
-
 std::string read_timeout_text(std::chrono::steady_clock::duration timeout) {
-    return "read timeout after " + seconds_text(timeout) + " without data from the client";
+    return "read timeout after " + duration_text(timeout) + " without data from the client";
 }
 
 std::string write_timeout_text(std::chrono::steady_clock::duration timeout) {
-    return "write timeout after " + seconds_text(timeout) + ": the client is not reading";
+    return "write timeout after " + duration_text(timeout) + ": the client is not reading";
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -92,6 +92,9 @@ private:
 };
 
 // "read timeout after 60 s without data from the client" (shared by the transports).
+// "3 s", or "1500 ms" where the duration is not whole seconds: how messages state a timeout.
+std::string duration_text(std::chrono::steady_clock::duration d);
+
 std::string read_timeout_text(std::chrono::steady_clock::duration timeout);
 // "write timeout after 60 s: the client is not reading".
 std::string write_timeout_text(std::chrono::steady_clock::duration timeout);

@@ -26,10 +26,6 @@ constexpr uint8_t kTlsHandshakeRecord = 22;
 constexpr size_t kPlainDrainBytes = 64u << 20;
 constexpr auto kPlainDrainTime = std::chrono::seconds(2);
 
-std::string seconds_text(Clock::duration d) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
-}
-
 }  // namespace
 
 void TlsTransport::SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -97,7 +93,7 @@ void TlsTransport::close_after_reply(Clock::time_point deadline) {
 
 void TlsTransport::handshake(Clock::duration timeout) {
     const auto deadline = Clock::now() + timeout;
-    const std::string timed_out = "no TLS handshake within " + seconds_text(timeout) + " (--tls-handshake-timeout)";
+    const std::string timed_out = "no TLS handshake within " + duration_text(timeout) + " (--tls-handshake-timeout)";
     for (;;) {
         uint8_t first = 0;
         const ssize_t k = ::recv(fd_, &first, 1, MSG_PEEK);

@@ -38,7 +38,7 @@ constexpr size_t kConfigFileNameBytes = 1024;
 // Bounds on what a peer may make us allocate. Defaults suit clinical data with a wide margin.
 struct Limits {
     uint64_t max_text_bytes = 64u << 20;        // config scripts, XML header, text, query keys
-    uint32_t max_channels = 1024;               // ISMRMRD channel masks allow 1024
+    uint32_t max_channels = kMaxChannels;
     uint32_t max_samples = 65535;               // uint16 number_of_samples
     uint32_t max_trajectory_dimensions = 4;
     uint64_t max_image_bytes = 2ull << 30;      // one image's pixels

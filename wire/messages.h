@@ -12,6 +12,9 @@
 
 namespace larmor::wire {
 
+// ISMRMRD's channel masks hold 1024 channels: the most any acquisition, buffer or noise store takes.
+inline constexpr uint32_t kMaxChannels = 1024;
+
 struct Acquisition {
     ISMRMRD::ISMRMRD_AcquisitionHeader head{};
     std::vector<float> traj;                 // [number_of_samples][trajectory_dimensions]
@@ -19,6 +22,8 @@ struct Acquisition {
 
     // ISMRMRD flag bits are numbered from 1 (ISMRMRD_ACQ_IS_NOISE_MEASUREMENT = 19).
     bool flag(int bit) const { return (head.flags & (uint64_t{1} << (bit - 1))) != 0; }
+    // " (acquisition scan_counter N)": how error messages name the acquisition they refuse.
+    std::string scan_text() const { return " (acquisition scan_counter " + std::to_string(head.scan_counter) + ")"; }
 };
 
 struct Waveform {

@@ -11,8 +11,6 @@ namespace {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the NHLBI bit stream is read as little-endian words");
 
-std::string num(uint64_t v) { return std::to_string(v); }
-
 // The 64 bits starting at byte `at` of a block of `size` bytes, bytes past its end read as zero.
 inline uint64_t load_word(const uint8_t* block, uint64_t size, uint64_t at) {
     uint64_t w = 0;
@@ -42,23 +40,23 @@ uint64_t nhlbi_max_buffer_bytes(uint64_t elements) {
 
 NhlbiHeader parse_nhlbi_header(const uint8_t* buffer, size_t size, uint64_t expected_elements) {
     if (size < kNhlbiHeaderBytes)
-        throw std::invalid_argument("NHLBI buffer of " + num(size) + " bytes is shorter than its " +
-                                    num(kNhlbiHeaderBytes) + "-byte header");
+        throw std::invalid_argument("NHLBI buffer of " + std::to_string(size) + " bytes is shorter than its " +
+                                    std::to_string(kNhlbiHeaderBytes) + "-byte header");
     NhlbiHeader h;
     std::memcpy(&h.elements, buffer, 8);
     std::memcpy(&h.scale, buffer + 8, 4);
     h.bits = buffer[12];
     if (h.bits < 1 || h.bits > kNhlbiMaxBits)
-        throw std::invalid_argument("NHLBI buffer: bits " + num(h.bits) + " outside 1.." + num(kNhlbiMaxBits));
+        throw std::invalid_argument("NHLBI buffer: bits " + std::to_string(h.bits) + " outside 1.." + std::to_string(kNhlbiMaxBits));
     if (!std::isfinite(h.scale) || h.scale == 0.0f)
         throw std::invalid_argument("NHLBI buffer: scale " + std::to_string(h.scale) + " is zero or not finite");
     if (h.elements != expected_elements)
-        throw std::invalid_argument("NHLBI buffer holds " + num(h.elements) + " floats, the acquisition header says " +
-                                    num(expected_elements) + " (2 x samples x channels)");
+        throw std::invalid_argument("NHLBI buffer holds " + std::to_string(h.elements) + " floats, the acquisition header says " +
+                                    std::to_string(expected_elements) + " (2 x samples x channels)");
     uint64_t payload = 0;
     if (!nhlbi_payload_bytes(h.elements, h.bits, payload) || payload != size - kNhlbiHeaderBytes)
-        throw std::invalid_argument("NHLBI buffer of " + num(size) + " bytes: " + num(h.elements) + " floats of " +
-                                    num(h.bits) + " bits need " + num(kNhlbiHeaderBytes) + " + " + num(payload));
+        throw std::invalid_argument("NHLBI buffer of " + std::to_string(size) + " bytes: " + std::to_string(h.elements) + " floats of " +
+                                    std::to_string(h.bits) + " bits need " + std::to_string(kNhlbiHeaderBytes) + " + " + std::to_string(payload));
     return h;
 }
 

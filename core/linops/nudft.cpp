@@ -1,4 +1,5 @@
 #include "core/linops/nudft.h"
+#include "core/constants.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -8,8 +9,6 @@
 
 namespace larmor {
 namespace {
-
-constexpr double kPi = 3.141592653589793238462643383279;
 
 double sinc_pi(double u) { return u == 0.0 ? 1.0 : std::sin(kPi * u) / (kPi * u); }
 

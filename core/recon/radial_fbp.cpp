@@ -3,6 +3,7 @@
 // weights and every constant in one real array) and each spoke's shift phase, then per call one pointwise multiply,
 // one batched 1D centred inverse FFT and the backprojection kernel of the backend's device.
 #include "core/recon/radial_fbp.h"
+#include "core/constants.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,8 +44,6 @@ struct RadialFbp::State {
 };
 
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 std::string fmt(double v) {
     std::ostringstream s;

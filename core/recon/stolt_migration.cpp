@@ -1,4 +1,5 @@
 #include "core/recon/stolt_migration.h"
+#include "core/constants.h"
 
 #include <cmath>
 #include <complex>
@@ -11,8 +12,6 @@
 
 namespace larmor {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 void check_positive(double v, const char* what) {
     if (!std::isfinite(v) || v <= 0.0)

@@ -1,6 +1,7 @@
 // Analytic density compensation: radial ramps with their DC corrections and Hoge's spiral formula
 // (see density.h for the scaling and the citations; Voronoi weights are in voronoi.cpp).
 #include "core/trajectory/density.h"
+#include "core/constants.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +10,6 @@
 
 namespace larmor::trajectory {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 // Checks a host [dims, n, readouts] array with dims in [min_dims, 3] and n >= 2.
 void check_coords(const RArray& k, int min_dims, const char* who) {

@@ -1,5 +1,6 @@
 // Trajectory generators, hash and unit conversion (see trajectory.h for the conventions and citations).
 #include "core/trajectory/trajectory.h"
+#include "core/constants.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +11,6 @@
 
 namespace larmor::trajectory {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 void require(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("trajectory: " + what);

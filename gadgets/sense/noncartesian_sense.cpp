@@ -1,4 +1,5 @@
 #include "gadgets/sense/noncartesian_sense.h"
+#include "core/constants.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +15,6 @@
 
 namespace larmor {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 // Weights of the calibration image: the density weights times a Hann taper in |k| that reaches zero at
 // the radius (k beyond it contributes nothing), or, untapered, a hard cut at the radius.

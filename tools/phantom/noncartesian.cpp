@@ -7,12 +7,11 @@
 #include <string>
 
 #include "core/trajectory/trajectory.h"
+#include "core/constants.h"
 #include "tools/phantom/phantom.h"
 
 namespace larmor::phantom {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 }  // namespace
 

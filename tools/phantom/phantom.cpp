@@ -18,12 +18,12 @@
 #endif
 
 #include "tools/phantom/phantom.h"
+#include "core/constants.h"
 #include "tools/phantom/random.h"
 
 namespace larmor::phantom {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr double kTwoPi = 2.0 * kPi;
 // Coil series length: taps m = -kTaps..kTaps per axis (plus a +-1 phase-ramp shift).
 constexpr int kTaps = 2;

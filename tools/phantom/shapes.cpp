@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "tools/phantom/phantom.h"
+#include "core/constants.h"
 
 #if defined(__GLIBC__)
 #include <math.h>  // ::j1 (POSIX)
@@ -10,8 +11,6 @@
 
 namespace larmor::phantom {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 // J1 for the 2D transform. glibc's j1 is ~40 ns and agrees with std::cyl_bessel_j(1, x) to ~5e-13 absolute
 // over [0, 2000]; std::cyl_bessel_j takes ~2 us here, which would dominate the generation of large datasets.

@@ -1,5 +1,6 @@
 // Point-target simulation of one plane-wave shot and its ISMRMRD dataset (see ultrasound.h).
 #include "tools/phantom/ultrasound.h"
+#include "core/constants.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +15,7 @@
 namespace larmor::phantom {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
-void require(bool ok, const std::string& what) {
+void require_ultrasound(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("ultrasound phantom: " + what);
 }
 
@@ -33,9 +32,9 @@ std::vector<PointTarget> default_targets() {
 }
 
 void validate(const UltrasoundSpec& s) {
-  require(s.elements >= 2 && s.elements <= 4096, "elements " + std::to_string(s.elements) + " is outside 2..4096");
+  require_ultrasound(s.elements >= 2 && s.elements <= 4096, "elements " + std::to_string(s.elements) + " is outside 2..4096");
   auto positive = [](double v, const char* what) {
-    require(std::isfinite(v) && v > 0.0, std::string(what) + " " + std::to_string(v) + " must be > 0");
+    require_ultrasound(std::isfinite(v) && v > 0.0, std::string(what) + " " + std::to_string(v) + " must be > 0");
   };
   positive(s.pitch_mm, "pitch_mm");
   positive(s.sound_speed_m_s, "sound_speed_m_s");
@@ -43,16 +42,16 @@ void validate(const UltrasoundSpec& s) {
   positive(s.fractional_bandwidth, "fractional_bandwidth");
   positive(s.sampling_hz, "sampling_hz");
   positive(s.depth_mm, "depth_mm");
-  require(std::isfinite(s.angle_deg) && std::abs(s.angle_deg) < 45.0,
+  require_ultrasound(std::isfinite(s.angle_deg) && std::abs(s.angle_deg) < 45.0,
           "angle_deg " + std::to_string(s.angle_deg) + " is outside (-45, 45)");
-  require(s.sampling_hz > 2.0 * s.center_frequency_hz * (1.0 + s.fractional_bandwidth),
+  require_ultrasound(s.sampling_hz > 2.0 * s.center_frequency_hz * (1.0 + s.fractional_bandwidth),
           "sampling_hz " + std::to_string(s.sampling_hz) + " is below twice the pulse's upper band edge");
   const int samples = ultrasound_samples(s);
-  require(samples >= 2 && samples <= 65535, "depth_mm " + std::to_string(s.depth_mm) + " gives " +
+  require_ultrasound(samples >= 2 && samples <= 65535, "depth_mm " + std::to_string(s.depth_mm) + " gives " +
                                                 std::to_string(samples) + " samples, outside 2..65535");
   for (size_t i = 0; i < s.targets.size(); ++i) {
     const PointTarget& t = s.targets[i];
-    require(std::isfinite(t.x_mm) && std::isfinite(t.z_mm) && std::isfinite(t.amplitude) && t.z_mm > 0.0,
+    require_ultrasound(std::isfinite(t.x_mm) && std::isfinite(t.z_mm) && std::isfinite(t.amplitude) && t.z_mm > 0.0,
             "target " + std::to_string(i) + " at (" + std::to_string(t.x_mm) + ", " + std::to_string(t.z_mm) +
                 ") mm: z must be > 0 and all values finite");
   }

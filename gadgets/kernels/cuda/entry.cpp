@@ -18,17 +18,6 @@ float2* dev(CArray& a) { return reinterpret_cast<float2*>(a.data()); }
 const float2* dev(const CArray& a) { return reinterpret_cast<const float2*>(a.data()); }
 
 // Device memory of the backend's device, or a clear refusal naming the array.
-void check_ours(Backend& be, const CArray& a, const char* op, const char* name) {
-    if (a.size() == 0) return;
-    const int want = larmor::cuda::backend_device(be);
-    const int got = a.device() == Device::Cuda && a.storage() ? larmor::cuda::storage_device(*a.storage()) : -1;
-    if (got != want)
-        throw std::invalid_argument(std::string(op) + ": " + name + " " + a.shape().str() +
-                                    (got < 0 ? std::string(" is not device memory of the session's CUDA backend")
-                                             : " lives on CUDA device " + std::to_string(got)) +
-                                    ", the backend is on device " + std::to_string(want));
-}
-
 Placements placements(const std::vector<LinePlacement>& where, size_t first) {
     Placements p;
     p.count = static_cast<int>(std::min<size_t>(kMaxPlacements, where.size() - first));
@@ -46,8 +35,8 @@ Placements placements(const std::vector<LinePlacement>& where, size_t first) {
 
 void place_lines(Backend& be, const CArray& src, const std::vector<LinePlacement>& where, CArray& dst,
                  const checks::PlaceDims& d) {
-    check_ours(be, src, "place_lines", "src");
-    check_ours(be, dst, "place_lines", "dst");
+    larmor::cuda::check_on_backend(be, src, "place_lines", "src");
+    larmor::cuda::check_on_backend(be, dst, "place_lines", "dst");
     DeviceGuard g(larmor::cuda::backend_device(be));
     const cudaStream_t stream = larmor::cuda::backend_stream(be);
     for (size_t first = 0; first < where.size(); first += kMaxPlacements)
@@ -57,9 +46,9 @@ void place_lines(Backend& be, const CArray& src, const std::vector<LinePlacement
 
 void mix_place_lines(Backend& be, const CArray& src, const CArray& m, const std::vector<LinePlacement>& where,
                      CArray& dst, const checks::MixPlaceDims& d) {
-    check_ours(be, src, "mix_place_lines", "src");
-    check_ours(be, m, "mix_place_lines", "m");
-    check_ours(be, dst, "mix_place_lines", "dst");
+    larmor::cuda::check_on_backend(be, src, "mix_place_lines", "src");
+    larmor::cuda::check_on_backend(be, m, "mix_place_lines", "m");
+    larmor::cuda::check_on_backend(be, dst, "mix_place_lines", "dst");
     DeviceGuard g(larmor::cuda::backend_device(be));
     const cudaStream_t stream = larmor::cuda::backend_stream(be);
     for (size_t first = 0; first < where.size(); first += kMaxPlacements)
@@ -70,8 +59,8 @@ void mix_place_lines(Backend& be, const CArray& src, const CArray& m, const std:
 
 // x [N, D] into y [N, C] is mix_place_lines of one "line" of N samples: src [N, 1, D], dst [N, 1, C].
 void mix_last_axis(Backend& be, const CArray& x, const std::vector<cfloat>& m, CArray& y, const checks::MixDims& d) {
-    check_ours(be, x, "mix_last_axis", "x");
-    check_ours(be, y, "mix_last_axis", "y");
+    larmor::cuda::check_on_backend(be, x, "mix_last_axis", "x");
+    larmor::cuda::check_on_backend(be, y, "mix_last_axis", "y");
     if (d.d == 0) {
         be.fill(y, cfloat(0.f, 0.f));
         return;
