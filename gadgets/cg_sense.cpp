@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/coils/calibration.h"
+#include "core/coils/coil_combination.h"
 #include "core/coils/grappa.h"
 #include "gadgets/calibration_provenance.h"
 #include "gadgets/chain_config.h"
@@ -85,8 +86,10 @@ public:
     // vectors (x, r, p, Ap and the image), image-sized.
     // Non-Cartesian data with the Toeplitz normal (or AUTO, which may pick it): its two work arrays on the
     // 2N grid (2 x 2^d coil images; counted as k-space, which the readout oversampling makes larger).
+    // Two ESPIRiT sets: one more coil-sized array (the second maps) and twice the CG vectors.
     uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override {
-        const uint64_t base = saturating_add(declared_kspace_bytes(h, 8), declared_image_bytes(h, 5));
+        const bool two = s_.espirit.sets == 2;
+        const uint64_t base = saturating_add(declared_kspace_bytes(h, two ? 9 : 8), declared_image_bytes(h, two ? 10 : 5));
         const bool noncartesian =
             !h.encoding.empty() && h.encoding[0].trajectory != ISMRMRD::TrajectoryType::CARTESIAN;
         if (!noncartesian || s_.normal == config::CgSense::NORMAL_NUFFT_PAIR) return base;
@@ -124,6 +127,9 @@ public:
         setup.toeplitz_spectrum = normal.spectrum;
         setup.espirit = noncartesian_espirit();
         setup.espirit_settings = s_.espirit;
+        if (setup.espirit && s_.espirit.sets == 2)
+            throw std::runtime_error("CgSense: two sets of ESPIRiT maps (espirit.sets 2) are for Cartesian data; "
+                                     "non-Cartesian data take one set");
         const std::string map_method = setup.espirit ? describe(s_.espirit) + " on the gridded k-space centre"
                                                      : std::string("Walsh on the gridded k-space centre");
         NoncartesianSense p = [&] {
@@ -191,14 +197,19 @@ public:
         const coils::CalibrationRegion region = coils::fully_sampled_centre(cal.sampled, e1, e2, kMinCalibrationLines);
         // ESPIRiT unless Walsh is asked for (the two measured side by side in tests/cg_sense_chain_test.cpp).
         const bool espirit = s_.maps != config::CgSense::MAPS_WALSH;
-        CArray maps;
+        CArray maps, second;  // second: ESPIRiT's second set, when asked for
         try {
-            maps = !espirit ? coils::sense_maps(be, coils::calibration_images(be, cal.data, region), s_.map_kernel,
-                                                s_.map_stride)
-                   : e2 == 1 ? coils::espirit_maps(be, cal.data, region.e1_lo, region.e1_hi, s_.espirit).maps
-                             : coils::espirit_maps_3d(be, cal.data, region.e1_lo, region.e1_hi, region.e2_lo,
-                                                      region.e2_hi, s_.espirit)
-                                   .maps;
+            if (!espirit) {
+                maps = coils::sense_maps(be, coils::calibration_images(be, cal.data, region), s_.map_kernel,
+                                         s_.map_stride);
+            } else {
+                coils::EspiritMaps m =
+                    e2 == 1 ? coils::espirit_maps(be, cal.data, region.e1_lo, region.e1_hi, s_.espirit)
+                            : coils::espirit_maps_3d(be, cal.data, region.e1_lo, region.e1_hi, region.e2_lo,
+                                                     region.e2_hi, s_.espirit);
+                maps = m.maps;
+                second = m.second;
+            }
         } catch (const coils::EspiritError& e) {
             throw std::runtime_error("CgSense: the coil maps cannot be estimated from the calibration region " +
                                      region.str() + ": " + e.what());
@@ -206,13 +217,22 @@ public:
         const std::string map_method = espirit ? describe(s_.espirit) : std::string("Walsh on the calibration image");
         check_maps(maps, "the calibration region " + region.str());
 
-        CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.solver.lambda, s_.solver.cg());
+        CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.solver.lambda, s_.solver.cg(), second);
         ResidualAlgRef<ConjugateGradient> cg(*p.solver);
         const bool deadline_hit = run_solver_loop(cg, s_.solver, kStage, t0, out);
 
         ImageArray img;
         img.acquisitions = rb.acquisitions;
-        img.data = to_recon_grid(be, p.image.reshaped({shape[0], e1, e2, 1}), rb.geometry);
+        CArray combined;
+        if (second.empty()) {
+            combined = p.image.reshaped({shape[0], e1, e2, 1});
+        } else {
+            // Two sets: the two images' root sum of squares (their phases are not comparable).
+            combined = be.empty({shape[0], e1, e2, 1});
+            CArray rss = combined.reshaped({shape[0], e1, e2});
+            coils::rss_last_axis(be, p.image.reshaped({shape[0], e1, e2, 2}), rss);
+        }
+        img.data = to_recon_grid(be, combined, rb.geometry);
         img.head = image_header_from(rb.data.reference, rb.geometry, img.data.shape(), ++image_index_);
         provenance(img.meta, cg, region, map_method, deadline_hit);
         CalibrationProvenance cp;

@@ -69,6 +69,7 @@ void check(const EspiritSettings& s) {
         throw std::invalid_argument("ESPIRiT: crop " + std::to_string(s.crop) + " is outside [0, 1)");
     if (s.iterations < 1 || s.iterations > 1000)
         throw std::invalid_argument("ESPIRiT: iterations " + std::to_string(s.iterations) + " is outside 1..1000");
+    if (s.sets < 1 || s.sets > 2) throw std::invalid_argument("ESPIRiT: sets " + std::to_string(s.sets) + " is not 1 or 2");
 }
 
 EspiritKernels espirit_kernels(Backend& be, const CArray& block, const EspiritSettings& s) {
@@ -144,15 +145,22 @@ EspiritMaps espirit_maps(Backend& be, const EspiritKernels& kernels, size_t n1, 
     CArray u = CArray::host({c});
     std::copy(kernels.principal.begin(), kernels.principal.end(), u.data());
 
-    const EspiritPixelProblem problem{n1, n2, c, d, s.iterations, s.crop};
-    EspiritMaps m;
-    m.maps = be.empty({n1, n2, c});
-    m.eigenvalues = be.empty_real({n1, n2});
+    const size_t sets = size_t(s.sets);
+    const EspiritPixelProblem problem{n1, n2, c, d, s.iterations, s.crop, s.sets};
+    CArray maps = be.empty({n1, n2, c, sets});
+    RArray eigenvalues = be.empty_real({n1, n2, sets});
     if (be.device() == Device::Cpu)
-        cpu::espirit_eigenvectors(kd, ex, ey, u, m.maps, m.eigenvalues, problem);
+        cpu::espirit_eigenvectors(kd, ex, ey, u, maps, eigenvalues, problem);
     else
-        cuda::espirit_eigenvectors(be, be.to_device(kd), be.to_device(ex), be.to_device(ey), be.to_device(u), m.maps,
-                                   m.eigenvalues, problem);
+        cuda::espirit_eigenvectors(be, be.to_device(kd), be.to_device(ex), be.to_device(ey), be.to_device(u), maps,
+                                   eigenvalues, problem);
+    EspiritMaps m;
+    m.maps = maps.slice_last(0);
+    m.eigenvalues = eigenvalues.slice_last(0);
+    if (sets == 2) {
+        m.second = maps.slice_last(1);
+        m.second_eigenvalues = eigenvalues.slice_last(1);
+    }
     return m;
 }
 
@@ -164,6 +172,7 @@ EspiritMaps espirit_maps(Backend& be, const CArray& kspace, size_t e1_lo, size_t
     const CArray block = calibration_block(host, e1_lo, e1_hi, s.calibration, s.calibration);
     EspiritMaps m = espirit_maps(be, espirit_kernels(be, block, s), sh[0], sh[1], s);
     m.maps = m.maps.reshaped({sh[0], sh[1], 1, sh[3]});
+    if (!m.second.empty()) m.second = m.second.reshaped({sh[0], sh[1], 1, sh[3]});
     return m;
 }
 
@@ -204,8 +213,9 @@ EspiritMaps espirit_maps_3d(Backend& be, const CArray& kspace, size_t e1_lo, siz
         throw EspiritError("ESPIRiT 3D: the calibration region " + std::to_string(cy) + " x " + std::to_string(cz) +
                                  " of k-space " + sh.str() + " has no usable signal");
 
-    CArray maps = CArray::host({ro, e1, e2, c});
-    RArray eigenvalues = RArray::host({ro, e1, e2});
+    const size_t sets = size_t(s.sets);
+    CArray maps = CArray::host({ro, e1, e2, c, sets});
+    RArray eigenvalues = RArray::host({ro, e1, e2, sets});
     CArray block = CArray::host({cy, cz, c});
     for (size_t x = 0; x < ro; ++x) {
         if (energy[x] < double(s.threshold) * double(s.threshold) * strongest) continue;
@@ -215,14 +225,24 @@ EspiritMaps espirit_maps_3d(Backend& be, const CArray& kspace, size_t e1_lo, siz
         EspiritKernels kern = espirit_kernels(be, block, s);
         kern.principal = principal;
         const EspiritMaps m = espirit_maps(be, kern, e1, e2, s);
-        const CArray mh = be.to_host(m.maps);
-        const RArray eh = be.to_host(m.eigenvalues);
-        for (size_t i = 0; i < e1 * e2; ++i) {
-            eigenvalues.data()[x + ro * i] = eh.data()[i];
-            for (size_t q = 0; q < c; ++q) maps.data()[x + ro * (i + e1 * e2 * q)] = mh.data()[i + e1 * e2 * q];
+        for (size_t set = 0; set < sets; ++set) {
+            const CArray mh = be.to_host(set == 0 ? m.maps : m.second);
+            const RArray eh = be.to_host(set == 0 ? m.eigenvalues : m.second_eigenvalues);
+            const size_t n = e1 * e2, vol = ro * n;
+            for (size_t i = 0; i < n; ++i) {
+                eigenvalues.data()[x + ro * i + vol * set] = eh.data()[i];
+                for (size_t q = 0; q < c; ++q) maps.data()[x + ro * i + vol * (q + c * set)] = mh.data()[i + n * q];
+            }
         }
     }
-    return {be.to_device(maps), be.to_device(eigenvalues)};
+    const CArray md = be.to_device(maps);
+    const RArray ed = be.to_device(eigenvalues);
+    EspiritMaps out{md.slice_last(0), ed.slice_last(0), {}, {}};
+    if (sets == 2) {
+        out.second = md.slice_last(1);
+        out.second_eigenvalues = ed.slice_last(1);
+    }
+    return out;
 }
 
 }  // namespace larmor::coils

@@ -10,6 +10,9 @@
 //     over the (2k - 1)^2 window offsets d and pixel coordinates r relative to the image centre. The
 //     sensitivities are G's eigenvectors of eigenvalue 1; where G's largest eigenvalue is below `crop`
 //     no coil sees signal and the maps are zero (the paper's support mask, BART's `ecalib -c`).
+//     Where the FOV is smaller than the object, two sensitivity vectors (of the pixel and of the object
+//     folded onto it) both have eigenvalue 1: a second set of maps, G's second eigenvector cropped alike
+//     (the paper's "soft SENSE" with two maps, BART's `ecalib -m2`), lets the reconstruction keep both.
 // The eigenvector of each pixel is found by power iteration on G(r), which the backend evaluates
 // separably (along x, then y). Its phase is rotated so that its projection on the first principal
 // component of the calibration data is real and positive (as BART does), which makes the phase smooth
@@ -32,6 +35,7 @@ struct EspiritSettings {
     float threshold = 0.02f;
     float crop = 0.8f;          // maps zeroed where G's largest eigenvalue is below this (BART ecalib -c)
     int iterations = 30;        // power iterations per pixel
+    int sets = 1;               // sets of maps, 1 or 2 (BART ecalib -m)
 };
 
 // Calibration data ESPIRiT cannot use: no signal, or samples that are not finite (k-space that
@@ -58,15 +62,18 @@ struct EspiritKernels {
 };
 EspiritKernels espirit_kernels(Backend& be, const CArray& block, const EspiritSettings& s);
 
-// Step 2. maps [N1, N2, C] (on the backend, x fastest) and G's largest eigenvalue [N1, N2].
+// Step 2. maps [N1, N2, C] (on the backend, x fastest) and G's largest eigenvalue [N1, N2]; with two
+// sets also the second set and G's second eigenvalue, of the same shapes (empty with one set).
 struct EspiritMaps {
     CArray maps;
     RArray eigenvalues;
+    CArray second;
+    RArray second_eigenvalues;
 };
 EspiritMaps espirit_maps(Backend& be, const EspiritKernels& kernels, size_t n1, size_t n2, const EspiritSettings& s);
 
 // Both steps for a Cartesian k-space buffer [RO, E1, 1, C] (on the backend) whose lines
-// [e1_lo, e1_hi) are fully sampled: maps [RO, E1, 1, C] on the backend.
+// [e1_lo, e1_hi) are fully sampled: maps (and the second set) [RO, E1, 1, C] on the backend.
 EspiritMaps espirit_maps(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, const EspiritSettings& s);
 
 // 3D Cartesian k-space [RO, E1, E2, C] (on the backend, E2 > 1) whose lines [e1_lo, e1_hi) x
@@ -75,7 +82,7 @@ EspiritMaps espirit_maps(Backend& be, const CArray& kspace, size_t e1_lo, size_t
 // block. Positions whose block holds less than threshold^2 of the strongest block's energy (where no
 // singular value would survive the threshold of a joint calibration) get zero maps. One phase reference
 // for all: the principal component of the whole calibration region, so the phase is continuous along x.
-// maps [RO, E1, E2, C] and eigenvalues [RO, E1, E2] on the backend.
+// maps [RO, E1, E2, C] and eigenvalues [RO, E1, E2] on the backend (the second set alike).
 EspiritMaps espirit_maps_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo, size_t e2_hi,
                             const EspiritSettings& s);
 

@@ -70,10 +70,12 @@ void espirit_eigenvectors(const CArray& k, const CArray& ex, const CArray& ey, c
     check_host(ex, d * n1, "ex");
     check_host(ey, d * n2, "ey");
     check_host(principal, c, "principal");
-    check_host(maps, n1 * n2 * c, "maps");
-    if (eigenvalues.device() != Device::Cpu || eigenvalues.size() != n1 * n2)
+    const size_t sets = size_t(p.sets);
+    if (sets < 1 || sets > 2) throw std::invalid_argument("espirit_eigenvectors: " + std::to_string(p.sets) + " sets");
+    check_host(maps, n1 * n2 * c * sets, "maps");
+    if (eigenvalues.device() != Device::Cpu || eigenvalues.size() != n1 * n2 * sets)
         throw std::invalid_argument("espirit_eigenvectors: eigenvalues " + eigenvalues.shape().str() +
-                                    " should be a host array of " + std::to_string(n1 * n2) + " elements");
+                                    " should be a host array of " + std::to_string(n1 * n2 * sets) + " elements");
     // Split copies of K and the tables: the inner loops then run over contiguous floats.
     std::vector<float> kr(k.size()), ki(k.size());
     for (size_t i = 0; i < k.size(); ++i) kr[i] = k.data()[i].real(), ki[i] = k.data()[i].imag();
@@ -116,23 +118,34 @@ void espirit_eigenvectors(const CArray& k, const CArray& ex, const CArray& ey, c
                         gi[i] += sr[i] * ei + si[i] * er;
                     }
                 }
-                const float found = dominant(gr.data(), gi.data(), c, p.iterations, vr, vi, wr, wi);
-                const bool alive = found > -0.5f;  // G is positive semidefinite: the Rayleigh quotient is >= 0 up to rounding
-                const float lambda = alive ? std::max(found, 0.f) : 0.f;
                 const size_t pixel = x + n1 * y;
-                lam[pixel] = lambda;
-                // Phase: z = u^H v made real and positive.
-                float zr = 0.f, zi = 0.f;
-                for (size_t q = 0; q < c; ++q) {
-                    zr += u[q].real() * vr[q] + u[q].imag() * vi[q];
-                    zi += u[q].real() * vi[q] - u[q].imag() * vr[q];
+                bool alive = true;
+                for (size_t set = 0; set < sets; ++set) {
+                    const float found = alive ? dominant(gr.data(), gi.data(), c, p.iterations, vr, vi, wr, wi) : -1.f;
+                    alive = found > -0.5f;  // G is positive semidefinite: the Rayleigh quotient is >= 0 up to rounding
+                    const float lambda = alive ? std::max(found, 0.f) : 0.f;
+                    lam[pixel + n1 * n2 * set] = lambda;
+                    // Phase: z = u^H v made real and positive.
+                    float zr = 0.f, zi = 0.f;
+                    for (size_t q = 0; q < c; ++q) {
+                        zr += u[q].real() * vr[q] + u[q].imag() * vi[q];
+                        zi += u[q].real() * vi[q] - u[q].imag() * vr[q];
+                    }
+                    const float zn = std::hypot(zr, zi);
+                    const bool keep = alive && lambda >= p.crop;
+                    // conj(z) / |z|; 1 where v is orthogonal to u; 0 outside the support.
+                    const float pr = !keep ? 0.f : zn > 0.f ? zr / zn : 1.f, pi = keep && zn > 0.f ? -zi / zn : 0.f;
+                    for (size_t q = 0; q < c; ++q)
+                        out[pixel + n1 * n2 * (q + c * set)] = cfloat(vr[q] * pr - vi[q] * pi, vr[q] * pi + vi[q] * pr);
+                    if (set + 1 == sets || !alive) continue;  // a vanished iterate leaves the next set zero too
+                    // Deflation: G - lambda v v^H, whose dominant eigenvector is G's second.
+                    for (size_t q = 0; q < c; ++q)
+                        for (size_t r = 0; r < c; ++r) {
+                            // (v v^H)_{r q} = v_r conj(v_q)
+                            gr[r + c * q] -= lambda * (vr[r] * vr[q] + vi[r] * vi[q]);
+                            gi[r + c * q] -= lambda * (vi[r] * vr[q] - vr[r] * vi[q]);
+                        }
                 }
-                const float zn = std::hypot(zr, zi);
-                const bool keep = alive && lambda >= p.crop;
-                // conj(z) / |z|; 1 where v is orthogonal to u; 0 outside the support.
-                const float pr = !keep ? 0.f : zn > 0.f ? zr / zn : 1.f, pi = keep && zn > 0.f ? -zi / zn : 0.f;
-                for (size_t q = 0; q < c; ++q)
-                    out[pixel + n1 * n2 * q] = cfloat(vr[q] * pr - vi[q] * pi, vr[q] * pi + vi[q] * pr);
             }
         }
     }

@@ -6,7 +6,8 @@
 // separably (first along x: H[x, dy] = sum_dx K[dx, dy] ex[x, dx]; then G = sum_dy H[x, dy] ey[y, dy]),
 // find its dominant eigenvector by power iteration from the column of G with the largest diagonal
 // entry, and write it, rotated so that its projection on `principal` is real and positive, or zeros
-// where the Rayleigh quotient is below `crop`.
+// where the Rayleigh quotient is below `crop`. With two sets, the second is the dominant eigenvector of
+// G deflated by the first, G - lambda_1 v_1 v_1^H (its second eigenvector), phased and cropped alike.
 #include <cstddef>
 
 #include "core/backend.h"
@@ -19,13 +20,14 @@ struct EspiritPixelProblem {
     size_t offsets = 0;     // D = 2k - 1 window offsets per axis
     int iterations = 0;
     float crop = 0.f;
+    int sets = 1;           // maps per pixel: 1 or 2
 };
 
 // Layouts (all x / first index fastest):
 //   k          [C, C, D, D]: element (c, c') of offset (dx, dy) at c + C (c' + C (dx + D dy))
 //   ex, ey     [D, N1], [D, N2]: exp(+2 pi i (d - (k - 1)) (x - N1 / 2) / N1) at d + D x
 //   principal  [C]
-//   maps       [N1, N2, C]; eigenvalues [N1, N2] (G's largest eigenvalue, before the crop)
+//   maps       [N1, N2, C, sets]; eigenvalues [N1, N2, sets] (G's largest eigenvalues, before the crop)
 namespace cpu {
 void espirit_eigenvectors(const CArray& k, const CArray& ex, const CArray& ey, const CArray& principal, CArray& maps,
                           RArray& eigenvalues, const EspiritPixelProblem& p);

@@ -12,12 +12,15 @@ namespace larmor {
 
 CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& kspace,
                                const std::vector<uint8_t>& sampled, const CArray& maps, float lambda,
-                               CGOptions options) {
+                               CGOptions options, const CArray& second_maps) {
     const Shape& s = kspace.shape();
     if (s.rank() != 4)
         throw std::invalid_argument("cg_sense: k-space " + s.str() + " should be [RO, E1, E2, C]");
     if (maps.shape() != s)
         throw std::invalid_argument("cg_sense: coil maps " + maps.shape().str() + " do not match k-space " + s.str());
+    if (!second_maps.empty() && second_maps.shape() != s)
+        throw std::invalid_argument("cg_sense: second coil maps " + second_maps.shape().str() + " do not match k-space " +
+                                    s.str());
     const size_t ro = s[0], e1 = s[1], e2 = s[2];
     if (sampled.size() != e1 * e2)
         throw std::invalid_argument("cg_sense: sampling mask of " + std::to_string(sampled.size()) + " lines for " +
@@ -28,8 +31,10 @@ CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& k
         if (sampled[l]) std::fill(mask.data() + l * ro, mask.data() + (l + 1) * ro, 1.f);
     const AxisMask axes = e2 > 1 ? 0b111u : 0b011u;
     CartesianSense p;
-    p.encoding = compose(sampled_fft(backend, s, axes, mask), sense(backend, maps));
-    p.image = backend->zeros({ro, e1, e2});
+    const LinOp coils = second_maps.empty() ? sense(backend, maps)
+                                            : hstack({sense(backend, maps), sense(backend, second_maps)});
+    p.encoding = compose(sampled_fft(backend, s, axes, mask), coils);
+    p.image = backend->zeros(second_maps.empty() ? Shape{ro, e1, e2} : Shape{2 * ro * e1 * e2});
     p.solver = cg_least_squares(p.encoding, kspace, p.image, lambda, options);
     return p;
 }

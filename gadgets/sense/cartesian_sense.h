@@ -3,6 +3,8 @@
 // encoding with arbitrary k-space trajectories", MRM 46:638, 2001), set up on the operator core:
 //   E = M F S: coil maps S, centred FFT F over x, y (and z), the sampled lines M;
 //   x = argmin ||E x - y||^2 + lambda ||x||^2, by CG on (E^H E + lambda I) x = E^H y from x = 0.
+// With a second set of maps (ESPIRiT's two sets, Uecker et al. 2014, "soft SENSE") E = M F [S_1 S_2]
+// acts on two images one after another, and the image is their root sum of squares.
 // With unit-norm maps and a unitary FFT, E^H E has its spectrum in [0, 1], so lambda is relative to
 // the data term whatever the scale of the data. The gadget runs the solver's loop (progress,
 // deadline); benchmarks and tests use the same set-up.
@@ -16,15 +18,15 @@
 namespace larmor {
 
 struct CartesianSense {
-    LinOp encoding;                          // E: [RO, E1, E2] -> [RO, E1, E2, C]
+    LinOp encoding;                          // E: [RO, E1, E2] (two sets: [2 RO E1 E2]) -> [RO, E1, E2, C]
     CArray image;                            // x, updated by the solver
     std::unique_ptr<ConjugateGradient> solver;
 };
 
 // kspace [RO, E1, E2, C] on the backend, unsampled lines zero; sampled: (e1, e2) lines acquired (E1
-// fastest, 1 = sampled); maps [RO, E1, E2, C] on the backend.
+// fastest, 1 = sampled); maps (and the second set, when not empty) [RO, E1, E2, C] on the backend.
 CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& kspace,
                                const std::vector<uint8_t>& sampled, const CArray& maps, float lambda,
-                               CGOptions options);
+                               CGOptions options, const CArray& second_maps = CArray{});
 
 }  // namespace larmor

@@ -44,13 +44,18 @@ coils::EspiritSettings espirit_settings(const config::EspiritSettings& s, const 
             throw ConfigError(at + "iterations " + std::to_string(s.iterations()) + " is outside 1..1000");
         e.iterations = s.iterations();
     }
+    if (s.sets() != 0) {
+        if (s.sets() < 1 || s.sets() > 2) throw ConfigError(at + "sets " + std::to_string(s.sets()) + " is not 1 or 2");
+        e.sets = s.sets();
+    }
     coils::check(e);
     return e;
 }
 
 std::string describe(const coils::EspiritSettings& s) {
     return "ESPIRiT (kernel " + std::to_string(s.kernel) + ", calibration " + std::to_string(s.calibration) +
-           ", threshold " + number(s.threshold) + ", crop " + number(s.crop) + ")";
+           ", threshold " + number(s.threshold) + ", crop " + number(s.crop) +
+           (s.sets == 2 ? ", 2 sets" : "") + ")";
 }
 
 }  // namespace larmor
