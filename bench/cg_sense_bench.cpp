@@ -134,15 +134,8 @@ void normal_op(benchmark::State& state, bool gpu) {
     be->synchronize();
 #ifdef LARMOR_WITH_CUDA
     if (gpu) {
-        larmor::bench::Events ev;
-        const cudaStream_t stream = larmor::cuda::backend_stream(*be);
-        auto run = [&] {
-            for (int i = 0; i < 20; ++i) p.e->normal(x, z);
-        };
-        for (int i = 0; i < 3; ++i) ev.time(stream, run);
-        double host = 0;
-        for (auto _ : state) state.SetIterationTime(ev.time(stream, run, &host));
-        state.counters["host_us_per_call"] = host / (double(state.iterations()) * 20) * 1e6;
+        const double host = larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), [&] { p.e->normal(x, z); });
+        state.counters["host_us_per_call"] = host * 1e6;
     }
 #endif
     if (!gpu)

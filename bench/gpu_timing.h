@@ -5,6 +5,8 @@
 // time is reported separately).
 #include <cuda_runtime.h>
 
+#include <benchmark/benchmark.h>
+
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -77,5 +79,20 @@ struct Events {
         return ms * 1e-3 / batch;
     }
 };
+
+// Times `call` (which queues work on `stream`) in batches of 20 by CUDA events, after three untimed
+// batches; each benchmark iteration is one batch's device time per call. Returns the host's queueing
+// time per call.
+template <typename F>
+double device_timed(benchmark::State& state, cudaStream_t stream, F&& call) {
+    Events ev;
+    auto run = [&] {
+        for (int i = 0; i < 20; ++i) call();
+    };
+    for (int i = 0; i < 3; ++i) ev.time(stream, run);
+    double host = 0;
+    for (auto _ : state) state.SetIterationTime(ev.time(stream, run, &host));
+    return state.iterations() > 0 ? host / (double(state.iterations()) * 20) : 0.0;
+}
 
 }  // namespace larmor::bench

@@ -19,11 +19,11 @@
 #include <cmath>
 #include <vector>
 
+#include "bench/phantom_kspace.h"
 #include "bench/wall_timing.h"
 #include "core/backend.h"
 #include "core/coils/calibration.h"
 #include "core/coils/grappa.h"
-#include "tools/phantom/phantom.h"
 
 namespace {
 
@@ -37,16 +37,8 @@ struct Problem {
 };
 
 Problem problem(int nx, int ny, int c) {
-    larmor::phantom::PhantomSpec s;
-    s.nx = nx;
-    s.ny = ny;
-    s.coils = c;
-    s.ro_oversampling = 1;
-    const larmor::phantom::Phantom ph(s);
-    const std::vector<std::complex<float>> k = ph.kspace_all();
     Problem p;
-    p.kspace = CArray::host({size_t(nx), size_t(ny), 1, size_t(c)});
-    std::copy(k.begin(), k.end(), p.kspace.data());
+    p.kspace = larmor::bench::phantom_kspace(nx, ny, c);
     p.region = coils::CalibrationRegion{size_t(ny / 2 - 24), size_t(ny / 2 + 24), 0, 1};
     p.lattice.r1 = 3;
     return p;

@@ -33,8 +33,8 @@ size_t workspace_bytes(int device, const std::string& ctx) {
 
 void gram(Backend& be, const CArray& a, CArray& g, size_t m, size_t n, size_t batch) {
     const char* op = "gram";
-    detail::larmor::cuda::check_on_backend(be, a, op, "a");
-    detail::larmor::cuda::check_on_backend(be, g, op, "g");
+    larmor::cuda::check_on_backend(be, a, op, "a");
+    larmor::cuda::check_on_backend(be, g, op, "g");
     const std::string ctx = detail::call_context(be, op, a);
     const int device = larmor::cuda::backend_device(be);
     larmor::cuda::DeviceGuard guard(device);

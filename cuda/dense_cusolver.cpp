@@ -41,7 +41,6 @@
 namespace larmor::dense::cuda {
 namespace {
 
-using detail::check_ours;
 using detail::dev;
 using detail::first_failure;
 using detail::ints;

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "wire/messages.h"
+
 namespace larmor {
 namespace {
 

@@ -1,0 +1,188 @@
+#include "core/coils/spirit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <string>
+
+#include "core/coils/calibration_matrix.h"
+#include "core/dense/dense.h"
+
+namespace larmor::coils {
+namespace {
+
+using zd = std::complex<double>;
+
+// The calibration system shared by both solvers: A (host, the block divided by its peak), its Gram
+// matrix G = A^H A (host) and eps.
+struct System {
+    CArray a;
+    CArray gram;
+    size_t n = 0, coils = 0, rows = 0;
+    float eps = 0.f;
+    size_t centre(size_t coil) const {
+        const size_t k = size_t(std::lround(std::sqrt(double(n / coils))));
+        return k / 2 + k * (k / 2) + k * k * coil;
+    }
+};
+
+System calibration_system(Backend& be, const CArray& block, const SpiritSettings& s) {
+    check(s);
+    const Shape& sh = block.shape();
+    if (block.device() != Device::Cpu || sh.rank() != 3)
+        throw std::invalid_argument("SPIRiT: calibration block " + sh.str() + " should be a host array [cx, cy, C]");
+    if (sh[0] < size_t(s.kernel) || sh[1] < size_t(s.kernel))
+        throw SpiritError("SPIRiT: a calibration block of " + std::to_string(sh[0]) + " x " + std::to_string(sh[1]) +
+                          " is smaller than the " + std::to_string(s.kernel) + " x " + std::to_string(s.kernel) +
+                          " kernel");
+    float peak = 0.f;
+    for (size_t i = 0; i < block.size(); ++i) {
+        const float m = std::abs(block.data()[i]);
+        if (!std::isfinite(m)) throw SpiritError("SPIRiT: the calibration block holds a sample that is not finite");
+        peak = std::max(peak, m);
+    }
+    if (!(peak > 0.f)) throw SpiritError("SPIRiT: the calibration block holds no signal (every sample is 0)");
+    CArray scaled = CArray::host(sh);
+    const float inv = 1.f / peak;  // the fit does not depend on the scale; the Gram matrix squares it
+    for (size_t i = 0; i < block.size(); ++i) scaled.data()[i] = block.data()[i] * inv;
+
+    System sys;
+    sys.a = calibration_matrix(scaled, s.kernel);
+    sys.rows = sys.a.shape()[0];
+    sys.n = sys.a.shape()[1];
+    sys.coils = sh[2];
+    CArray g;
+    dense::gram(be, be.to_device(sys.a), g);
+    sys.gram = be.to_host(g);
+    double trace = 0;
+    for (size_t i = 0; i < sys.n; ++i) trace += double(sys.gram.data()[i + sys.n * i].real());
+    if (!(trace > 0)) throw SpiritError("SPIRiT: the calibration block gives an empty calibration matrix");
+    sys.eps = float(double(s.lambda) * trace / double(sys.n));
+    return sys;
+}
+
+// ||A g_i - a_i|| / ||a_i|| per target coil, from A itself (rows x n x C work: less than G's n^2 C).
+std::vector<double> fit_residuals(const System& sys, const std::vector<cfloat>& w) {
+    std::vector<double> out(sys.coils);
+    const cfloat* a = sys.a.data();
+    for (size_t i = 0; i < sys.coils; ++i) {
+        const size_t j = sys.centre(i);
+        const cfloat* g = w.data() + sys.n * i;
+        double r2 = 0, b2 = 0;
+        for (size_t row = 0; row < sys.rows; ++row) {
+            zd sum = 0;
+            for (size_t col = 0; col < sys.n; ++col) sum += zd(a[row + sys.rows * col]) * zd(g[col]);
+            const zd b = zd(a[row + sys.rows * j]);
+            r2 += std::norm(sum - b);
+            b2 += std::norm(b);
+        }
+        out[i] = b2 > 0 ? std::sqrt(r2 / b2) : 0.0;
+    }
+    return out;
+}
+
+SpiritKernels finish(const System& sys, const SpiritSettings& s, std::vector<cfloat> weights) {
+    for (const cfloat& w : weights)
+        if (!std::isfinite(w.real()) || !std::isfinite(w.imag()))
+            throw SpiritError("SPIRiT: the kernel fitted on the calibration block is not finite (raise lambda above " +
+                              std::to_string(s.lambda) + ")");
+    SpiritKernels k;
+    k.settings = s;
+    k.coils = sys.coils;
+    k.rows = sys.rows;
+    k.fit_residual = fit_residuals(sys, weights);
+    k.weights = std::move(weights);
+    return k;
+}
+
+// m^-1 rhs on the backend (m Hermitian positive definite, host arrays in and out).
+CArray solved(Backend& be, const CArray& m, const CArray& rhs, const SpiritSettings& s) {
+    CArray x = be.to_device(rhs);
+    try {
+        dense::cholesky_solve(be, be.to_device(m), x);
+    } catch (const dense::NotPositiveDefinite& e) {
+        throw SpiritError("SPIRiT: the calibration matrix is singular (raise lambda above " + std::to_string(s.lambda) +
+                          "): " + e.what());
+    }
+    return be.to_host(x);
+}
+
+}  // namespace
+
+void check(const SpiritSettings& s) {
+    if (s.kernel < 3 || s.kernel > 15 || s.kernel % 2 == 0)
+        throw std::invalid_argument("SPIRiT: kernel " + std::to_string(s.kernel) + " is not an odd width in 3..15");
+    if (!(s.lambda > 0.f) || !(s.lambda < 1.f))
+        throw std::invalid_argument("SPIRiT: lambda " + std::to_string(s.lambda) + " is outside (0, 1)");
+}
+
+SpiritKernels spirit_kernels(Backend& be, const CArray& block, const SpiritSettings& s) {
+    const System sys = calibration_system(be, block, s);
+    const size_t n = sys.n, nc = sys.coils;
+    CArray m = CArray::host({n, n});
+    std::copy(sys.gram.data(), sys.gram.data() + n * n, m.data());
+    for (size_t i = 0; i < n; ++i) m.data()[i + n * i] += sys.eps;
+    CArray e = CArray::host({n, nc});
+    std::fill(e.data(), e.data() + e.size(), cfloat(0.f, 0.f));
+    for (size_t i = 0; i < nc; ++i) e.data()[sys.centre(i) + n * i] = cfloat(1.f, 0.f);
+    const CArray xh = solved(be, m, e, s);
+    std::vector<cfloat> w(n * nc);
+    for (size_t i = 0; i < nc; ++i) {
+        const size_t j = sys.centre(i);
+        const zd pivot = zd(xh.data()[j + n * i]);  // s = 1 / (the Schur complement of M_rr), > 0
+        for (size_t r = 0; r < n; ++r) w[r + n * i] = r == j ? cfloat(0.f, 0.f) : cfloat(-zd(xh.data()[r + n * i]) / pivot);
+    }
+    return finish(sys, s, std::move(w));
+}
+
+SpiritKernels spirit_kernels_per_coil(Backend& be, const CArray& block, const SpiritSettings& s) {
+    const System sys = calibration_system(be, block, s);
+    const size_t n = sys.n, nc = sys.coils, nr = n - 1;
+    // Batch of C reduced systems: M_i = G without row and column j_i, plus eps; rhs G[r, j_i].
+    CArray m = CArray::host({nr, nr, nc}), b = CArray::host({nr, 1, nc});
+    const cfloat* g = sys.gram.data();
+    for (size_t i = 0; i < nc; ++i) {
+        const size_t j = sys.centre(i);
+        auto keep = [j](size_t q) { return q < j ? q : q + 1; };
+        for (size_t c = 0; c < nr; ++c) {
+            for (size_t r = 0; r < nr; ++r) m.data()[r + nr * (c + nr * i)] = g[keep(r) + n * keep(c)];
+            m.data()[c + nr * (c + nr * i)] += sys.eps;
+            b.data()[c + nr * i] = g[keep(c) + n * j];
+        }
+    }
+    const CArray xh = solved(be, m, b, s);
+    std::vector<cfloat> w(n * nc);
+    for (size_t i = 0; i < nc; ++i) {
+        const size_t j = sys.centre(i);
+        for (size_t r = 0; r < n; ++r) w[r + n * i] = r == j ? cfloat(0.f, 0.f) : xh.data()[(r < j ? r : r - 1) + nr * i];
+    }
+    return finish(sys, s, std::move(w));
+}
+
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2) {
+    const size_t kw = size_t(k.settings.kernel), nc = k.coils;
+    if (k.weights.size() != kw * kw * nc * nc)
+        throw std::invalid_argument("SPIRiT: the kernels hold " + std::to_string(k.weights.size()) +
+                                    " weights, not the " + std::to_string(kw * kw * nc * nc) + " their settings give");
+    if (n1 < kw || n2 < kw)
+        throw std::invalid_argument("SPIRiT: an image of " + std::to_string(n1) + " x " + std::to_string(n2) +
+                                    " is smaller than the " + std::to_string(kw) + " x " + std::to_string(kw) + " kernel");
+    // x_i(p) = sum_o g(o) x_j(p + o) is a convolution with h(q) = g(-q); sqrt(N) folds in the convolution
+    // theorem's factor for orthonormal FFTs.
+    const float root_n = float(std::sqrt(double(n1) * double(n2)));
+    CArray out = be.empty({n1, n2, nc, nc});
+    for (size_t i = 0; i < nc; ++i) {
+        CArray h = CArray::host({kw, kw, nc});
+        for (size_t j = 0; j < nc; ++j)
+            for (size_t oy = 0; oy < kw; ++oy)
+                for (size_t ox = 0; ox < kw; ++ox)
+                    h.data()[(kw - 1 - ox) + kw * ((kw - 1 - oy) + kw * j)] =
+                        root_n * k.weights[ox + kw * (oy + kw * (j + nc * i))];
+        CArray gi = out.slice_last(i);
+        be.crop_pad_centred(be.to_device(h), gi);
+        be.fft(gi, gi, 0b011u, FFTDirection::Inverse);
+    }
+    return out;
+}
+
+}  // namespace larmor::coils

@@ -1,0 +1,71 @@
+#pragma once
+// SPIRiT calibration (Lustig & Pauly, "SPIRiT: iterative self-consistent parallel imaging reconstruction
+// from arbitrary k-space", MRM 64:457, 2010): every k-space sample of coil i is a linear combination of
+// the samples around it in every coil, x_i(p) = sum_j sum_o g_ij(o) x_j(p + o) over a k x k window o
+// (the sample itself, o = 0 of j = i, left out). The kernels are fitted on the calibration block by
+// Tikhonov-regularised least squares, one target coil at a time:
+//     g_i = argmin ||A_i g - a_i||^2 + eps ||g||^2,
+// A the calibration matrix (core/coils/calibration_matrix.h), a_i its column of coil i's window centre
+// and A_i A without that column. eps = lambda * trace(A^H A) / columns, so lambda does not depend on the
+// data's scale or the coil count (as GRAPPA's, core/coils/grappa.h).
+//
+// Solved the way Murphy et al. show calibration must be at many coils ("Fast l1-SPIRiT compressed sensing
+// parallel imaging MRI: scalable parallel implementation and clinically feasible runtime", IEEE TMI
+// 31:1250, 2012, Appendix A): one Cholesky factorisation for every coil instead of one per coil. With
+// M = A^H A + eps I, the block inverse of M with coil i's centre column j last gives
+//     M^-1 e_j = s [-M_rr^-1 m_rj ; 1],   s = 1 / (m_jj - m_jr M_rr^-1 m_rj),
+// and M_rr^-1 m_rj is g_i (M_rr = A_i^H A_i + eps I, m_rj = A_i^H a_i). So one factorisation of M and
+// C right-hand sides e_j give every kernel: g_i = -(M^-1 e_j)_r / (M^-1 e_j)_j.
+//
+// The image-space form: the kernels as a convolution, by the convolution theorem a pointwise C x C
+// matrix G(r) = sqrt(N) IFFT(g flipped)(r) on the image grid, which core/linops/spirit.h applies.
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace larmor::coils {
+
+struct SpiritSettings {
+    int kernel = 5;         // window width (odd): 5 x 5 (Lustig & Pauly's default), 7 x 7 for more coils
+    float lambda = 0.01f;   // Tikhonov weight relative to the mean of diag(A^H A)
+};
+
+// Calibration data SPIRiT cannot use: a block smaller than the kernel, no signal, samples that are not
+// finite, a singular system.
+class SpiritError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Throws std::invalid_argument naming the first setting outside its range.
+void check(const SpiritSettings& s);
+
+struct SpiritKernels {
+    SpiritSettings settings;
+    size_t coils = 0;
+    // [k, k, C_source, C_target], x fastest: weights[ox + k (oy + k (j + C i))] is g_ij at window position
+    // (ox, oy) (the window's centre is (k / 2, k / 2)); g_ii's centre is 0.
+    std::vector<cfloat> weights;
+    // Per target coil: ||A_i g_i - a_i|| / ||a_i|| on the calibration block.
+    std::vector<double> fit_residual;
+    size_t rows = 0;  // rows of the calibration matrix
+};
+
+// The kernels of a host block [cx, cy, C] (x fastest) of fully sampled k-space (calibration_block in
+// core/coils/calibration_matrix.h), by one Cholesky factorisation on the backend's device (the dense
+// layer: LAPACK or cuSOLVER). The block is divided by its peak first, so the fit is scale-free.
+SpiritKernels spirit_kernels(Backend& be, const CArray& block, const SpiritSettings& s);
+
+// The same kernels by C separate factorisations of the reduced systems A_i^H A_i + eps I: the way
+// Murphy et al. found calibration dominating at many coils, kept as the reference the shared
+// factorisation is tested against.
+SpiritKernels spirit_kernels_per_coil(Backend& be, const CArray& block, const SpiritSettings& s);
+
+// G(r) on an image grid [n1, n2] (on the backend): [n1, n2, C_source, C_target], pixel fastest, so that
+// the SPIRiT-consistent image of coil i is sum_j G_ij(r) x_j(r). Throws std::invalid_argument when the
+// grid is smaller than the kernel.
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2);
+
+}  // namespace larmor::coils

@@ -1,0 +1,30 @@
+#pragma once
+// CG-SPIRiT on Cartesian data (Lustig & Pauly, "SPIRiT: iterative self-consistent parallel imaging
+// reconstruction from arbitrary k-space", MRM 64:457, 2010, Eq. 10 with the data-consistency term as a
+// penalty, as their reference code's image-domain solver does): the coil images
+//     x = argmin ||M F x - y||^2 + lambda ||(G - I) x||^2
+// with M F the sampled centred FFT (core/linops/sampled_fft.h) and (G - I) the image-space SPIRiT
+// operator (core/linops/spirit.h), by CG on the stacked operator [M F; sqrt(lambda) (G - I)]. Unlike
+// SENSE, no coil maps: the coil images come out unaliased and are combined afterwards.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/iter/cg.h"
+#include "core/linops/linop.h"
+
+namespace larmor {
+
+struct CgSpirit {
+    LinOp encoding;    // [M F; sqrt(lambda) (G - I)]: [RO, E1, 1, C] -> the k-space and the consistency residual, flat
+    CArray images;     // x, [RO, E1, 1, C], updated by the solver
+    std::unique_ptr<ConjugateGradient> solver;
+};
+
+// kspace [RO, E1, 1, C] on the backend, unsampled lines zero; sampled: the E1 lines acquired (1 =
+// sampled); g [RO, E1, C, C] from spirit_image_kernels; lambda > 0 weighs SPIRiT consistency against
+// the data. Throws std::invalid_argument naming the shapes when they do not agree.
+CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const std::vector<uint8_t>& sampled,
+                   const CArray& g, float lambda, CGOptions options);
+
+}  // namespace larmor
