@@ -16,12 +16,12 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void spirit_kernel(const float2* __restrict__ m, const float2* __restrict__ in, float2* __restrict__ out,
-                              long long n, int coils) {
+                              long long n, int coils, float self_weight) {
     for (long long p = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; p < n;
          p += static_cast<long long>(gridDim.x) * blockDim.x) {
         for (int o = 0; o < coils; ++o) {
             const float2 self = in[p + n * o];
-            float2 acc = make_float2(-self.x, -self.y);
+            float2 acc = make_float2(self_weight * self.x, self_weight * self.y);
             const float2* mo = m + n * static_cast<long long>(coils) * o;
             for (int c = 0; c < coils; ++c) {
                 const float2 a = mo[p + n * c], b = in[p + n * c];
@@ -35,7 +35,8 @@ __global__ void spirit_kernel(const float2* __restrict__ m, const float2* __rest
 
 }  // namespace
 
-void spirit_apply(Backend& be, const CArray& m, const CArray& in, CArray& out, size_t pixels, size_t coils) {
+void spirit_apply(Backend& be, const CArray& m, const CArray& in, CArray& out, size_t pixels, size_t coils,
+                  float self) {
     check_on_backend(be, m, "spirit_apply", "m");
     check_on_backend(be, in, "spirit_apply", "in");
     check_on_backend(be, out, "spirit_apply", "out");
@@ -44,7 +45,7 @@ void spirit_apply(Backend& be, const CArray& m, const CArray& in, CArray& out, s
     DeviceGuard guard(backend_device(be));
     spirit_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, backend_stream(be)>>>(
         reinterpret_cast<const float2*>(m.data()), reinterpret_cast<const float2*>(in.data()),
-        reinterpret_cast<float2*>(out.data()), n, static_cast<int>(coils));
+        reinterpret_cast<float2*>(out.data()), n, static_cast<int>(coils), self);
     LARMOR_CUDA_LAUNCH_CHECK("spirit_kernel", std::to_string(pixels) + " pixels x " + std::to_string(coils) + " coils");
 }
 

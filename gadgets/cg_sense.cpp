@@ -24,6 +24,7 @@
 #include "gadgets/noncart/density_weights.h"
 #include "gadgets/noncart/normal_operator.h"
 #include "gadgets/noncart/nufft_plan_cache.h"
+#include "gadgets/sense/cartesian_buffer.h"
 #include "gadgets/sense/cartesian_sense.h"
 #include "gadgets/sense/espirit_settings.h"
 #include "gadgets/sense/noncartesian_sense.h"
@@ -40,8 +41,6 @@ constexpr const char* kGadget = "CgSense";
 // The progress lines' stage name; clients and tests read "progress cg_sense: ...".
 constexpr const char* kStage = "cg_sense";
 constexpr int kDefaultMapKernel = 7;
-// Fewer fully sampled lines than this cannot support a coil-map estimate.
-constexpr size_t kMinCalibrationLines = 8;
 
 struct CgSenseSettings {
     SolverKnobs solver;
@@ -185,39 +184,24 @@ public:
         const size_t e1 = shape[1], e2 = shape[2];
 
         // Calibration lines are measurements too: they join the data where the imaging lines lack them.
-        CArray kspace = rb.data.data;
-        std::vector<uint8_t> sampled = rb.data.sampled;
-        if (!rb.ref.empty()) {
-            if (rb.ref.data.shape() != shape)
-                throw std::runtime_error("CgSense: calibration k-space " + rb.ref.data.shape().str() +
-                                         " does not match the data " + shape.str());
-            kspace = merge_calibration(rb, sampled);
-        }
-        const KSpace& cal = rb.ref.empty() ? rb.data : rb.ref;
-        const coils::CalibrationRegion region = coils::fully_sampled_centre(cal.sampled, e1, e2, kMinCalibrationLines);
+        const MergedKSpace merged = merged_kspace(be, rb, kGadget);
+        const coils::CalibrationRegion region = calibration_region(rb);
         // ESPIRiT unless Walsh is asked for (the two measured side by side in tests/cg_sense_chain_test.cpp).
         const bool espirit = s_.maps != config::CgSense::MAPS_WALSH;
         CArray maps, second;  // second: ESPIRiT's second set, when asked for
-        try {
-            if (!espirit) {
-                maps = coils::sense_maps(be, coils::calibration_images(be, cal.data, region), s_.map_kernel,
-                                         s_.map_stride);
-            } else {
-                coils::EspiritMaps m =
-                    e2 == 1 ? coils::espirit_maps(be, cal.data, region.e1_lo, region.e1_hi, s_.espirit)
-                            : coils::espirit_maps_3d(be, cal.data, region.e1_lo, region.e1_hi, region.e2_lo,
-                                                     region.e2_hi, s_.espirit);
-                maps = m.maps;
-                second = m.second;
-            }
-        } catch (const coils::EspiritError& e) {
-            throw std::runtime_error("CgSense: the coil maps cannot be estimated from the calibration region " +
-                                     region.str() + ": " + e.what());
+        if (!espirit) {
+            maps = coils::sense_maps(be, coils::calibration_images(be, calibration_kspace(rb).data, region),
+                                     s_.map_kernel, s_.map_stride);
+        } else {
+            coils::EspiritMaps m = buffer_espirit_maps(be, rb, region, s_.espirit, kGadget);
+            maps = m.maps;
+            second = m.second;
         }
         const std::string map_method = espirit ? describe(s_.espirit) : std::string("Walsh on the calibration image");
         check_maps(maps, "the calibration region " + region.str());
 
-        CartesianSense p = cartesian_sense(backend_, kspace, sampled, maps, s_.solver.lambda, s_.solver.cg(), second);
+        CartesianSense p =
+            cartesian_sense(backend_, merged.data, merged.sampled, maps, s_.solver.lambda, s_.solver.cg(), second);
         ResidualAlgRef<ConjugateGradient> cg(*p.solver);
         const bool deadline_hit = run_solver_loop(cg, s_.solver, kStage, t0, out);
 
@@ -264,26 +248,6 @@ private:
     // it goes out marked as failed, and the error names the step and the values.
     void emit_checked(ImageArray img, const ResidualAlg& cg, bool deadline_hit, Emitter& out) {
         emit_or_fail(std::move(img), solver_failure("CG-SENSE", cg, s_.solver, deadline_hit), out);
-    }
-
-    // data + ref on the calibration lines the data lack; `sampled` becomes the union.
-    CArray merge_calibration(const ReconBuffer& rb, std::vector<uint8_t>& sampled) {
-        Backend& be = *backend_;
-        const Shape& s = rb.data.data.shape();
-        RArray only_ref = RArray::host({s[0], s[1], s[2]});
-        bool any = false;
-        for (size_t l = 0; l < sampled.size(); ++l)
-            if (rb.ref.sampled[l] && !sampled[l]) {
-                for (size_t x = 0; x < s[0]; ++x) only_ref.data()[l * s[0] + x] = 1.f;
-                sampled[l] = 1;
-                any = true;
-            }
-        if (!any) return rb.data.data;
-        CArray merged = be.empty(s), extra = be.empty(s);
-        be.mul(rb.ref.data, be.to_device(only_ref), extra);
-        be.copy(rb.data.data, merged);
-        be.axpy(1.f, extra, merged);
-        return merged;
     }
 
     void provenance(ISMRMRD::MetaContainer& meta, const ResidualAlg& cg, const coils::CalibrationRegion& region,

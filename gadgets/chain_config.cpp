@@ -121,7 +121,7 @@ void imply_settings(config::Chain& chain) {
     bool from_stream = false, calibration = false;
     for (int i = chain.gadget_size() - 1; i >= 0; --i) {
         config::Gadget& g = *chain.mutable_gadget(i);
-        if (g.has_grappa()) calibration = true;
+        if (g.has_grappa() || g.has_pics_l1() || g.has_spirit()) calibration = true;
         if (g.has_accumulate_trigger() && calibration) {
             g.mutable_accumulate_trigger()->set_emit_calibration(true);
             calibration = false;

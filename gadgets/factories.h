@@ -16,6 +16,8 @@ std::unique_ptr<Gadget> make_fft(const config::FFT& cfg);
 std::unique_ptr<Gadget> make_coil_combine(const config::CoilCombine& cfg);
 std::unique_ptr<Gadget> make_image_finish(const config::ImageFinish& cfg);
 std::unique_ptr<Gadget> make_cg_sense(const config::CgSense& cfg);
+std::unique_ptr<Gadget> make_pics_l1(const config::PicsL1& cfg);
+std::unique_ptr<Gadget> make_spirit(const config::Spirit& cfg);
 std::unique_ptr<Gadget> make_accumulate_readouts(const config::AccumulateReadouts& cfg);
 std::unique_ptr<Gadget> make_gridding(const config::Gridding& cfg);
 std::unique_ptr<Gadget> make_radial_fbp(const config::RadialFbp& cfg);

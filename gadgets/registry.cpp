@@ -17,6 +17,8 @@ std::unique_ptr<Gadget> make_gadget(const config::Gadget& g) {
     case G::kCoilCombine: return make_coil_combine(g.coil_combine());
     case G::kImageFinish: return make_image_finish(g.image_finish());
     case G::kCgSense: return make_cg_sense(g.cg_sense());
+    case G::kPicsL1: return make_pics_l1(g.pics_l1());
+    case G::kSpirit: return make_spirit(g.spirit());
     case G::kAccumulateReadouts: return make_accumulate_readouts(g.accumulate_readouts());
     case G::kGridding: return make_gridding(g.gridding());
     case G::kRadialFbp: return make_radial_fbp(g.radial_fbp());

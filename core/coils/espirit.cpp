@@ -180,31 +180,11 @@ EspiritMaps espirit_maps_3d(Backend& be, const CArray& kspace, size_t e1_lo, siz
                             const EspiritSettings& s) {
     check(s);
     const Shape& sh = kspace.shape();
-    if (sh.rank() != 4 || sh[2] < 2)
-        throw std::invalid_argument("ESPIRiT 3D: k-space " + sh.str() + " should be [RO, E1, E2 > 1, C]");
-    const size_t ro = sh[0], e1 = sh[1], e2 = sh[2], c = sh[3];
-    if (e1_lo >= e1_hi || e1_hi > e1 || e2_lo >= e2_hi || e2_hi > e2)
-        throw std::invalid_argument("ESPIRiT 3D: calibration lines e1 [" + std::to_string(e1_lo) + ", " +
-                                    std::to_string(e1_hi) + ") x e2 [" + std::to_string(e2_lo) + ", " +
-                                    std::to_string(e2_hi) + ") are outside k-space " + sh.str());
-    CArray hybrid = be.empty(sh);
-    be.fft(kspace, hybrid, 0b001u, FFTDirection::Inverse);
-    const CArray host = be.to_host(hybrid);
-    const size_t cy = std::min(s.calibration, e1_hi - e1_lo), cz = std::min(s.calibration, e2_hi - e2_lo);
-    const size_t y0 = e1_lo + (e1_hi - e1_lo - cy) / 2, z0 = e2_lo + (e2_hi - e2_lo - cz) / 2;
-    // Every readout position's block, [cy, cz, C] each, side by side: [RO * cy, cz, C] for the
-    // principal component, and sliced per position below.
-    CArray blocks = CArray::host({cy, ro, cz, c});
-    std::vector<double> energy(ro, 0.0);
-    for (size_t q = 0; q < c; ++q)
-        for (size_t z = 0; z < cz; ++z)
-            for (size_t x = 0; x < ro; ++x)
-                for (size_t y = 0; y < cy; ++y) {
-                    const cfloat v = host.data()[x + ro * ((y0 + y) + e1 * ((z0 + z) + e2 * q))];
-                    blocks.data()[y + cy * (x + ro * (z + cz * q))] = v;
-                    energy[x] += std::norm(std::complex<double>(v));
-                }
-    const std::vector<cfloat> principal = principal_component(blocks.reshaped({cy * ro, cz, c}));
+    const HybridBlocks blocks =
+        hybrid_calibration_blocks(be, kspace, e1_lo, e1_hi, e2_lo, e2_hi, s.calibration, "ESPIRiT 3D");
+    const size_t ro = sh[0], e1 = sh[1], e2 = sh[2], c = sh[3], cy = blocks.cy, cz = blocks.cz;
+    const std::vector<double>& energy = blocks.energy;
+    const std::vector<cfloat> principal = principal_component(blocks.all.reshaped({cy * ro, cz, c}));
     const double strongest = *std::max_element(energy.begin(), energy.end());
     if (!std::isfinite(strongest))
         throw EspiritError("ESPIRiT 3D: the calibration region of k-space " + sh.str() +
@@ -216,13 +196,9 @@ EspiritMaps espirit_maps_3d(Backend& be, const CArray& kspace, size_t e1_lo, siz
     const size_t sets = size_t(s.sets);
     CArray maps = CArray::host({ro, e1, e2, c, sets});
     RArray eigenvalues = RArray::host({ro, e1, e2, sets});
-    CArray block = CArray::host({cy, cz, c});
     for (size_t x = 0; x < ro; ++x) {
         if (energy[x] < double(s.threshold) * double(s.threshold) * strongest) continue;
-        for (size_t q = 0; q < c; ++q)
-            for (size_t z = 0; z < cz; ++z)
-                std::copy_n(blocks.data() + cy * (x + ro * (z + cz * q)), cy, block.data() + cy * (z + cz * q));
-        EspiritKernels kern = espirit_kernels(be, block, s);
+        EspiritKernels kern = espirit_kernels(be, blocks.block(x), s);
         kern.principal = principal;
         const EspiritMaps m = espirit_maps(be, kern, e1, e2, s);
         for (size_t set = 0; set < sets; ++set) {

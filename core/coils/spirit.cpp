@@ -1,5 +1,7 @@
 #include "core/coils/spirit.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -18,23 +20,26 @@ using zd = std::complex<double>;
 struct System {
     CArray a;
     CArray gram;
-    size_t n = 0, coils = 0, rows = 0;
+    size_t n = 0, coils = 0, rows = 0, kernel = 0;
+    int dims = 2;
     float eps = 0.f;
+    // The column of coil `coil`'s window centre.
     size_t centre(size_t coil) const {
-        const size_t k = size_t(std::lround(std::sqrt(double(n / coils))));
-        return k / 2 + k * (k / 2) + k * k * coil;
+        const size_t k = kernel, mid = k / 2 + k * (k / 2) + (dims == 3 ? k * k * (k / 2) : 0);
+        return mid + (n / coils) * coil;
     }
 };
 
 System calibration_system(Backend& be, const CArray& block, const SpiritSettings& s) {
     check(s);
     const Shape& sh = block.shape();
-    if (block.device() != Device::Cpu || sh.rank() != 3)
-        throw std::invalid_argument("SPIRiT: calibration block " + sh.str() + " should be a host array [cx, cy, C]");
-    if (sh[0] < size_t(s.kernel) || sh[1] < size_t(s.kernel))
-        throw SpiritError("SPIRiT: a calibration block of " + std::to_string(sh[0]) + " x " + std::to_string(sh[1]) +
-                          " is smaller than the " + std::to_string(s.kernel) + " x " + std::to_string(s.kernel) +
-                          " kernel");
+    if (block.device() != Device::Cpu || (sh.rank() != 3 && sh.rank() != 4))
+        throw std::invalid_argument("SPIRiT: calibration block " + sh.str() +
+                                    " should be a host array [cx, cy, C] or [cx, cy, cz, C]");
+    for (int a = 0; a + 1 < sh.rank(); ++a)
+        if (sh[a] < size_t(s.kernel))
+            throw SpiritError("SPIRiT: a calibration block " + sh.str() + " is smaller than the kernel of width " +
+                              std::to_string(s.kernel) + " along axis " + std::to_string(a));
     float peak = 0.f;
     for (size_t i = 0; i < block.size(); ++i) {
         const float m = std::abs(block.data()[i]);
@@ -50,7 +55,9 @@ System calibration_system(Backend& be, const CArray& block, const SpiritSettings
     sys.a = calibration_matrix(scaled, s.kernel);
     sys.rows = sys.a.shape()[0];
     sys.n = sys.a.shape()[1];
-    sys.coils = sh[2];
+    sys.coils = sh[sh.rank() - 1];
+    sys.kernel = size_t(s.kernel);
+    sys.dims = sh.rank() - 1;
     CArray g;
     dense::gram(be, be.to_device(sys.a), g);
     sys.gram = be.to_host(g);
@@ -61,20 +68,22 @@ System calibration_system(Backend& be, const CArray& block, const SpiritSettings
     return sys;
 }
 
-// ||A g_i - a_i|| / ||a_i|| per target coil, from A itself (rows x n x C work: less than G's n^2 C).
+// ||A g_i - a_i|| / ||a_i|| per target coil: R = A W by one complex GEMM (OpenBLAS, threaded), then
+// the centre columns taken off row by row. A 3D block has tens of thousands of rows and thousands of
+// unknowns (24^3 windows of a 5^3 kernel at 32 coils: 8000 x 4000), where a plain loop took seconds.
 std::vector<double> fit_residuals(const System& sys, const std::vector<cfloat>& w) {
-    std::vector<double> out(sys.coils);
-    const cfloat* a = sys.a.data();
-    for (size_t i = 0; i < sys.coils; ++i) {
-        const size_t j = sys.centre(i);
-        const cfloat* g = w.data() + sys.n * i;
+    const size_t rows = sys.rows, n = sys.n, nc = sys.coils;
+    std::vector<cfloat> r(rows * nc);
+    const cfloat one(1.f, 0.f), zero(0.f, 0.f);
+    cblas_cgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, blasint(rows), blasint(nc), blasint(n), &one, sys.a.data(),
+                blasint(rows), w.data(), blasint(n), &zero, r.data(), blasint(rows));
+    std::vector<double> out(nc);
+    for (size_t i = 0; i < nc; ++i) {
+        const cfloat* a = sys.a.data() + rows * sys.centre(i);
         double r2 = 0, b2 = 0;
-        for (size_t row = 0; row < sys.rows; ++row) {
-            zd sum = 0;
-            for (size_t col = 0; col < sys.n; ++col) sum += zd(a[row + sys.rows * col]) * zd(g[col]);
-            const zd b = zd(a[row + sys.rows * j]);
-            r2 += std::norm(sum - b);
-            b2 += std::norm(b);
+        for (size_t row = 0; row < rows; ++row) {
+            r2 += std::norm(zd(r[row + rows * i]) - zd(a[row]));
+            b2 += std::norm(zd(a[row]));
         }
         out[i] = b2 > 0 ? std::sqrt(r2 / b2) : 0.0;
     }
@@ -89,6 +98,7 @@ SpiritKernels finish(const System& sys, const SpiritSettings& s, std::vector<cfl
     SpiritKernels k;
     k.settings = s;
     k.coils = sys.coils;
+    k.dims = sys.dims;
     k.rows = sys.rows;
     k.fit_residual = fit_residuals(sys, weights);
     k.weights = std::move(weights);
@@ -161,6 +171,7 @@ SpiritKernels spirit_kernels_per_coil(Backend& be, const CArray& block, const Sp
 
 CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2) {
     const size_t kw = size_t(k.settings.kernel), nc = k.coils;
+    if (k.dims != 2) throw std::invalid_argument("SPIRiT: 3D kernels need a 3D image grid");
     if (k.weights.size() != kw * kw * nc * nc)
         throw std::invalid_argument("SPIRiT: the kernels hold " + std::to_string(k.weights.size()) +
                                     " weights, not the " + std::to_string(kw * kw * nc * nc) + " their settings give");
@@ -183,6 +194,60 @@ CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size
         be.fft(gi, gi, 0b011u, FFTDirection::Inverse);
     }
     return out;
+}
+
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3) {
+    const size_t kw = size_t(k.settings.kernel), nc = k.coils;
+    if (k.dims != 3) throw std::invalid_argument("SPIRiT: 2D kernels need a 2D image grid");
+    if (k.weights.size() != kw * kw * kw * nc * nc)
+        throw std::invalid_argument("SPIRiT: the kernels hold " + std::to_string(k.weights.size()) +
+                                    " weights, not the " + std::to_string(kw * kw * kw * nc * nc) +
+                                    " their settings give");
+    if (n1 < kw || n2 < kw || n3 < kw)
+        throw std::invalid_argument("SPIRiT: a volume of " + std::to_string(n1) + " x " + std::to_string(n2) + " x " +
+                                    std::to_string(n3) + " is smaller than the kernel of width " + std::to_string(kw));
+    const float root_n = float(std::sqrt(double(n1) * double(n2) * double(n3)));
+    CArray out = be.empty({n1, n2, n3, nc, nc});
+    const size_t k3 = kw * kw * kw;
+    for (size_t i = 0; i < nc; ++i) {
+        CArray h = CArray::host({kw, kw, kw, nc});
+        for (size_t j = 0; j < nc; ++j)
+            for (size_t o = 0; o < k3; ++o) {
+                const size_t ox = o % kw, oy = (o / kw) % kw, oz = o / (kw * kw);
+                h.data()[(kw - 1 - ox) + kw * ((kw - 1 - oy) + kw * ((kw - 1 - oz) + kw * j))] =
+                    root_n * k.weights[o + k3 * (j + nc * i)];
+            }
+        CArray gi = out.slice_last(i);
+        be.crop_pad_centred(be.to_device(h), gi);
+        be.fft(gi, gi, 0b111u, FFTDirection::Inverse);
+    }
+    return out;
+}
+
+CArray spirit_image_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
+                               size_t e2_hi, size_t most, const SpiritSettings& s) {
+    check(s);
+    const Shape& sh = kspace.shape();
+    if (sh.rank() != 4 || sh[2] < 2)
+        throw std::invalid_argument("SPIRiT 3D: k-space " + sh.str() + " should be [RO, E1, E2 > 1, C]");
+    if (e1_lo >= e1_hi || e1_hi > sh[1] || e2_lo >= e2_hi || e2_hi > sh[2])
+        throw std::invalid_argument("SPIRiT 3D: calibration lines e1 [" + std::to_string(e1_lo) + ", " +
+                                    std::to_string(e1_hi) + ") x e2 [" + std::to_string(e2_lo) + ", " +
+                                    std::to_string(e2_hi) + ") are outside k-space " + sh.str());
+    // The block is cut on the device when it is the centred window (the usual case: the calibration
+    // region grows around the centre line), so only the block crosses to the host, not the volume.
+    const size_t cx = std::min(sh[0], most), cy = std::min(most, e1_hi - e1_lo), cz = std::min(most, e2_hi - e2_lo);
+    const bool centred = e1_lo + (e1_hi - e1_lo - cy) / 2 == sh[1] / 2 - cy / 2 &&
+                         e2_lo + (e2_hi - e2_lo - cz) / 2 == sh[2] / 2 - cz / 2;
+    CArray block;
+    if (centred) {
+        CArray window = be.empty({cx, cy, cz, sh[3]});
+        be.crop_pad_centred(kspace, window);
+        block = be.to_host(window);
+    } else {
+        block = calibration_block_3d(be.to_host(kspace), e1_lo, e1_hi, e2_lo, e2_hi, cx, cy, cz);
+    }
+    return spirit_image_kernels(be, spirit_kernels(be, block, s), sh[0], sh[1], sh[2]);
 }
 
 }  // namespace larmor::coils

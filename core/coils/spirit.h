@@ -45,6 +45,7 @@ void check(const SpiritSettings& s);
 struct SpiritKernels {
     SpiritSettings settings;
     size_t coils = 0;
+    int dims = 2;  // 3: kernels of a 3D block, [k, k, k, C_source, C_target]
     // [k, k, C_source, C_target], x fastest: weights[ox + k (oy + k (j + C i))] is g_ij at window position
     // (ox, oy) (the window's centre is (k / 2, k / 2)); g_ii's centre is 0.
     std::vector<cfloat> weights;
@@ -53,7 +54,7 @@ struct SpiritKernels {
     size_t rows = 0;  // rows of the calibration matrix
 };
 
-// The kernels of a host block [cx, cy, C] (x fastest) of fully sampled k-space (calibration_block in
+// The kernels of a host block [cx, cy, C] (or [cx, cy, cz, C]: 3D kernels) (x fastest) of fully sampled k-space (calibration_block in
 // core/coils/calibration_matrix.h), by one Cholesky factorisation on the backend's device (the dense
 // layer: LAPACK or cuSOLVER). The block is divided by its peak first, so the fit is scale-free.
 SpiritKernels spirit_kernels(Backend& be, const CArray& block, const SpiritSettings& s);
@@ -67,5 +68,17 @@ SpiritKernels spirit_kernels_per_coil(Backend& be, const CArray& block, const Sp
 // the SPIRiT-consistent image of coil i is sum_j G_ij(r) x_j(r). Throws std::invalid_argument when the
 // grid is smaller than the kernel.
 CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2);
+
+// The same for 3D kernels on a volume [n1, n2, n3]: [n1, n2, n3, C_source, C_target].
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3);
+
+// 3D Cartesian k-space [RO, E1, E2, C] (on the backend) whose lines [e1_lo, e1_hi) x [e2_lo, e2_hi) are
+// fully sampled: k x k x k kernels fitted on the 3D calibration block (at most `most` samples per axis,
+// centred on the readout's middle) and their image-space matrices, g [RO, E1, E2, C_source, C_target] on
+// the backend. In image space the 3D kernel's inverse FFT along the readout is each readout position's
+// own 2D kernel, so g is also the per-slice operator of a scan whose readout has been transformed
+// (Murphy et al. 2012, Section III.A: decoupled 2D problems), which core/recon/l1_spirit.h solves.
+CArray spirit_image_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
+                               size_t e2_hi, size_t most, const SpiritSettings& s);
 
 }  // namespace larmor::coils

@@ -31,23 +31,57 @@ public:
         if (!detail::is_leading_shape(mask.shape(), y.shape()) || mask.size() == 0)
             throw std::invalid_argument("data_consistency_projection: mask " + mask.shape().str() +
                                         " does not broadcast over data " + y.shape().str());
-        mask_ = backend().to_device(mask);
-        y_ = backend().to_device(y);
-        t_ = backend().empty(y.shape());
+        // Kept as 1 - M and M y, so a projection is two sweeps: out = (1 - M) x, then out += M y.
+        RArray keep = RArray::host(mask.shape());
+        const RArray host_mask = backend().to_host(mask);
+        for (size_t i = 0; i < keep.size(); ++i) keep.data()[i] = 1.f - host_mask.data()[i];
+        keep_ = backend().to_device(keep);
+        measured_ = backend().empty(y.shape());
+        backend().mul(backend().to_device(y), backend().to_device(mask), measured_);
     }
 
     void apply(float, const CArray& x, CArray& out) override {
         check(x, out, "data_consistency_projection");
-        backend().copy(y_, t_);
-        backend().axpy(-1.f, x, t_);
-        backend().mul(t_, mask_, t_);
-        if (!same_view(x, out)) backend().copy(x, out);
-        backend().axpy(1.f, t_, out);
+        backend().mul(x, keep_, out);
+        backend().axpy(1.f, measured_, out);
     }
 
 private:
-    RArray mask_;
-    CArray y_, t_;
+    RArray keep_;
+    CArray measured_;
+};
+
+class LinearStep final : public Prox {
+public:
+    explicit LinearStep(LinOp a) : Prox(a->backend_ptr(), a->ishape()), a_(std::move(a)), t_(backend().empty(shape())) {}
+
+    void apply(float, const CArray& x, CArray& out) override {
+        check(x, out, "linear_step");
+        a_->forward(x, t_);
+        backend().copy(t_, out);
+    }
+
+private:
+    LinOp a_;
+    CArray t_;
+};
+
+class InBasis final : public Prox {
+public:
+    InBasis(LinOp u, std::unique_ptr<Prox> p)
+        : Prox(u->backend_ptr(), u->ishape()), u_(std::move(u)), p_(std::move(p)), t_(backend().empty(u_->oshape())) {}
+
+    void apply(float step, const CArray& x, CArray& out) override {
+        check(x, out, "in_basis");
+        u_->forward(x, t_);
+        p_->apply(step, t_, t_);
+        u_->adjoint(t_, out);
+    }
+
+private:
+    LinOp u_;
+    std::unique_ptr<Prox> p_;
+    CArray t_;
 };
 
 }  // namespace
@@ -72,6 +106,23 @@ std::unique_ptr<Prox> data_consistency_projection(std::shared_ptr<Backend> backe
                                                   const CArray& y) {
     if (!backend) throw std::invalid_argument("data_consistency_projection: null backend");
     return std::make_unique<DataConsistency>(std::move(backend), mask, y);
+}
+
+}  // namespace larmor
+
+namespace larmor {
+
+std::unique_ptr<Prox> linear_step(LinOp a) {
+    if (!a) throw std::invalid_argument("linear_step: null operator");
+    if (a->ishape() != a->oshape()) throw std::invalid_argument("linear_step: " + a->describe() + " is not square");
+    return std::make_unique<LinearStep>(std::move(a));
+}
+
+std::unique_ptr<Prox> in_basis(LinOp u, std::unique_ptr<Prox> p) {
+    if (!u || !p) throw std::invalid_argument("in_basis: null operator or prox");
+    if (p->shape() != u->oshape())
+        throw std::invalid_argument("in_basis: prox of " + p->shape().str() + " for " + u->describe());
+    return std::make_unique<InBasis>(std::move(u), std::move(p));
 }
 
 }  // namespace larmor

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/backend.h"
+#include "core/linops/linop.h"
 
 namespace larmor {
 
@@ -37,5 +38,13 @@ std::unique_ptr<Prox> soft_threshold_prox(std::shared_ptr<Backend> backend, cons
 // The step is ignored (a projection is its own prox for every step).
 std::unique_ptr<Prox> data_consistency_projection(std::shared_ptr<Backend> backend, const RArray& mask,
                                                   const CArray& y);
+
+// A linear map as a POCS step: out = A x (A square; e.g. the SPIRiT consistency step x <- G x of
+// l1-SPIRiT). The step is ignored.
+std::unique_ptr<Prox> linear_step(LinOp a);
+
+// A prox taken in another orthonormal basis: out = U^H p(U x) for unitary U (the image-domain form
+// of k-space data consistency: U = the centred FFT, p = data_consistency_projection).
+std::unique_ptr<Prox> in_basis(LinOp u, std::unique_ptr<Prox> p);
 
 }  // namespace larmor

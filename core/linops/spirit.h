@@ -14,4 +14,8 @@ namespace larmor {
 // forward and adjoint products read (core/linops/spirit_kernels.h: one pass over each per-pixel matrix).
 LinOp spirit_consistency(std::shared_ptr<Backend> backend, const CArray& g);
 
+// G itself, x <- G x: the SPIRiT step of POCS (l1-SPIRiT), one kernel without the identity's passes.
+// g on the backend's device is used in place (not copied).
+LinOp spirit_g(std::shared_ptr<Backend> backend, const CArray& g);
+
 }  // namespace larmor

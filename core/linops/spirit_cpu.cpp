@@ -10,7 +10,7 @@
 
 namespace larmor::cpu {
 
-void spirit_apply(const CArray& m, const CArray& in, CArray& out, size_t pixels, size_t coils) {
+void spirit_apply(const CArray& m, const CArray& in, CArray& out, size_t pixels, size_t coils, float self) {
     constexpr size_t kTile = 64;
     const cfloat* mp = m.data();
     const cfloat* x = in.data();
@@ -24,7 +24,7 @@ void spirit_apply(const CArray& m, const CArray& in, CArray& out, size_t pixels,
         float re[kTile], im[kTile];
         for (size_t o = 0; o < coils; ++o) {
             const cfloat* xo = x + p0 + pixels * o;
-            for (size_t q = 0; q < len; ++q) re[q] = -xo[q].real(), im[q] = -xo[q].imag();
+            for (size_t q = 0; q < len; ++q) re[q] = self * xo[q].real(), im[q] = self * xo[q].imag();
             for (size_t c = 0; c < coils; ++c) {
                 const float* mc = reinterpret_cast<const float*>(mp + p0 + pixels * (c + coils * o));
                 const float* xc = reinterpret_cast<const float*>(x + p0 + pixels * c);

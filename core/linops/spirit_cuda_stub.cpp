@@ -5,6 +5,6 @@
 
 namespace larmor::cuda {
 
-void spirit_apply(Backend&, const CArray&, const CArray&, CArray&, size_t, size_t) { throw_no_cuda("spirit_apply"); }
+void spirit_apply(Backend&, const CArray&, const CArray&, CArray&, size_t, size_t, float) { throw_no_cuda("spirit_apply"); }
 
 }  // namespace larmor::cuda

@@ -1,5 +1,6 @@
 #include "core/recon/cg_spirit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -7,6 +8,7 @@
 #include "core/linops/algebra.h"
 #include "core/linops/sampled_fft.h"
 #include "core/linops/spirit.h"
+#include "core/recon/spirit_problem.h"
 
 namespace larmor {
 
@@ -15,20 +17,26 @@ CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const
     const Shape& s = kspace.shape();
     if (s.rank() != 4 || s[2] != 1)
         throw std::invalid_argument("cg_spirit: k-space " + s.str() + " should be [RO, E1, 1, C]");
-    const size_t ro = s[0], e1 = s[1], nc = s[3];
-    if (g.shape() != Shape({ro, e1, nc, nc}))
-        throw std::invalid_argument("cg_spirit: SPIRiT kernels " + g.shape().str() + " do not match k-space " + s.str() +
-                                    " (want [RO, E1, C, C])");
+    const size_t ro = s[0], e1 = s[1];
     if (sampled.size() != e1)
         throw std::invalid_argument("cg_spirit: sampling mask of " + std::to_string(sampled.size()) + " lines for " +
                                     std::to_string(e1) + " E1 lines");
-    if (!(lambda > 0.f)) throw std::invalid_argument("cg_spirit: lambda " + std::to_string(lambda) + " should be > 0");
     RArray mask = RArray::host({ro, e1});
     for (size_t l = 0; l < e1; ++l) std::fill(mask.data() + l * ro, mask.data() + (l + 1) * ro, sampled[l] ? 1.f : 0.f);
+    return cg_spirit(std::move(backend), kspace, mask, g, lambda, options);
+}
+
+CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const RArray& mask, const CArray& g,
+                   float lambda, CGOptions options) {
+    const Shape& s = kspace.shape();
+    const SpiritProblem sp = spirit_problem("cg_spirit", kspace, mask, g);
+    const size_t ro = sp.ro, e1 = sp.e1, e2 = sp.e2, nc = sp.coils;
+    if (!(lambda > 0.f)) throw std::invalid_argument("cg_spirit: lambda " + std::to_string(lambda) + " should be > 0");
+    const AxisMask axes = sp.kspace_axes;
 
     CgSpirit p;
-    const LinOp data = sampled_fft(backend, s, 0b011u, mask);
-    const LinOp consistency = spirit_consistency(backend, g.reshaped({ro, e1, 1, nc, nc}));
+    const LinOp data = sampled_fft(backend, s, axes, mask);
+    const LinOp consistency = spirit_consistency(backend, g.reshaped({ro, e1, e2, nc, nc}));
     p.encoding = vstack({data, scale(cfloat(std::sqrt(lambda), 0.f), consistency)});
     // y = [the sampled k-space; 0]: a consistent image has no SPIRiT residual.
     CArray y = backend->zeros(p.encoding->oshape());

@@ -27,4 +27,10 @@ struct CgSpirit {
 CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const std::vector<uint8_t>& sampled,
                    const CArray& g, float lambda, CGOptions options);
 
+// The same with any sampling pattern: mask [RO, E1] host 0/1. 3D (E2 > 1): kspace [RO, E1, E2, C] with
+// the readout already transformed (independent (E1, E2) slices, as core/recon/l1_spirit.h), mask
+// [RO, E1, E2], g [RO, E1, E2, C, C] (spirit_image_kernels_3d); the FFTs then run over E1 and E2.
+CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const RArray& mask, const CArray& g,
+                   float lambda, CGOptions options);
+
 }  // namespace larmor

@@ -7,6 +7,7 @@
 #include "core/linops/algebra.h"
 #include "core/linops/sampled_fft.h"
 #include "core/linops/sense.h"
+#include "gadgets/sense/cartesian_buffer.h"
 
 namespace larmor {
 
@@ -22,13 +23,8 @@ CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& k
         throw std::invalid_argument("cg_sense: second coil maps " + second_maps.shape().str() + " do not match k-space " +
                                     s.str());
     const size_t ro = s[0], e1 = s[1], e2 = s[2];
-    if (sampled.size() != e1 * e2)
-        throw std::invalid_argument("cg_sense: sampling mask of " + std::to_string(sampled.size()) + " lines for " +
-                                    std::to_string(e1) + " x " + std::to_string(e2) + " phase encodes");
     // The mask of sampled lines, repeated along the readout (broadcast over the coils).
-    RArray mask = RArray::host({ro, e1, e2});
-    for (size_t l = 0; l < e1 * e2; ++l)
-        if (sampled[l]) std::fill(mask.data() + l * ro, mask.data() + (l + 1) * ro, 1.f);
+    const RArray mask = readout_mask(sampled, ro, e1, e2);
     const AxisMask axes = e2 > 1 ? 0b111u : 0b011u;
     CartesianSense p;
     const LinOp coils = second_maps.empty() ? sense(backend, maps)

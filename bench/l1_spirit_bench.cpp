@@ -1,0 +1,163 @@
+// One POCS iteration of 3D l1-SPIRiT (core/recon/l1_spirit.h) at the issue's size, on the CPU and a GPU:
+// 256 (readout, transformed: 256 independent slices) x 256 x 64, 8 and 32 coils, and its steps apart:
+//   part 0  the whole iteration (residual tracking off, as a timed reconstruction runs it)
+//   part 1  SPIRiT, x <- G x (the per-voxel C x C product, then a copy back into x)
+//   part 2  the joint wavelet threshold: W, shrink, W^H (Daubechies-4 over E1 and E2, every level)
+//   part 3  data consistency: FFT over E1 and E2, the projection, inverse FFT
+//   part 4  the FFT pair alone (forward and inverse), to split part 3 into FFT and projection.
+// G is filled with one constant (1 / 2C, a contraction): the time does not depend on its values, and at
+// 32 coils G is 34 GB, too much to calibrate and upload for a benchmark. Calibration is not in here.
+//
+// Floor, HBM bytes per iteration with A = N C 8 bytes (N = 4.19 M voxels; A = 268 MB at 8 coils,
+// 1.07 GB at 32) and G = C^2 N 8 bytes (2.15 GB, 34.4 GB): a fused iteration must read G once and read
+// and write x about three times (G x, the wavelet, the projection): G + 6A, 3.8 GB at 8 coils (0.92 ms
+// at 4.13 TB/s) and 40.8 GB at 32 (9.9 ms). The counter `floor_bytes` holds it for the table.
+// What the steps move today, counted from the code: SPIRiT G + 4A; the wavelet prox 2A copy + 5.3A of
+// passes each way + 2A threshold + 2A copy = 16.7A; data consistency two FFTs (about 4A each) + 10A of
+// BLAS-1 passes = 18A: G + 39A in all (12.6 GB, 3.0 ms at 8 coils; 76 GB, 18 ms at 32).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <memory>
+
+#include "bench/wall_timing.h"
+#include "core/backend.h"
+#include "core/coils/spirit.h"
+#include "core/iter/alg.h"
+#include "core/linops/fft_op.h"
+#include "core/recon/l1_spirit.h"
+#include "tools/phantom/phantom.h"
+#ifdef LARMOR_WITH_CUDA
+#include "bench/gpu_timing.h"
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace {
+
+using larmor::CArray;
+using larmor::cfloat;
+using larmor::RArray;
+using larmor::Shape;
+
+constexpr size_t kRo = 256, kE1 = 256, kE2 = 64;
+
+// larmor-phantom's Poisson disc, R = 4 with a 24 x 24 calibration block, repeated along the readout.
+RArray poisson_mask() {
+    larmor::phantom::PhantomSpec p;
+    p.dims = 3;
+    p.nx = int(kRo);
+    p.ny = int(kE1);
+    p.nz = int(kE2);
+    p.fov_mm[2] = 120.0;
+    p.sampling = larmor::phantom::Sampling::poisson;
+    p.accel_y = p.accel_z = 2;
+    p.acs_lines = 24;
+    RArray m = RArray::host({kRo, kE1, kE2});
+    for (const auto& e : larmor::phantom::sampling_pattern(p))
+        if (e.imaging || e.calibration)
+            for (size_t x = 0; x < kRo; ++x) m.data()[x + kRo * (size_t(e.e1) + kE1 * size_t(e.e2))] = 1.f;
+    return m;
+}
+
+void BM_L1SpiritIteration(benchmark::State& state) {
+    const bool gpu = state.range(0) != 0;
+    const size_t coils = size_t(state.range(1));
+    const int part = int(state.range(2));
+    if (!gpu && coils > 8) return state.SkipWithError("CPU: 8 coils only (G alone is 34 GB at 32)");
+    auto be = larmor::bench::calibration_backend(gpu);
+    if (!be) return state.SkipWithError("no usable CUDA device");
+    const Shape s{kRo, kE1, kE2, coils};
+    const RArray mask = poisson_mask();
+    CArray kspace = be->empty(s);
+    be->fill(kspace, cfloat(1.f, 0.f));
+    be->mul(kspace, be->to_device(mask), kspace);
+    CArray g = be->empty({kRo, kE1, kE2, coils, coils});
+    be->fill(g, cfloat(0.5f / float(coils), 0.f));
+    larmor::L1SpiritSettings settings;
+    settings.track_residuals = false;
+    settings.iterations = 1 << 30;
+    larmor::L1Spirit p = larmor::l1_spirit(be, kspace, mask, g, settings);
+    const larmor::LinOp fft = larmor::fft_op(be, s, 0b110u);
+    CArray k = be->empty(s);
+    auto call = [&] {
+        if (part == 0) p.solver->update();
+        else if (part <= 3) p.solver->apply_step(size_t(part - 1));
+        else {
+            fft->forward(p.images, k);
+            fft->adjoint(k, p.images);
+        }
+    };
+    call();
+    be->synchronize();
+#ifdef LARMOR_WITH_CUDA
+    if (gpu) larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), call);
+#endif
+    if (!gpu)
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            call();
+            be->synchronize();
+            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+    const double n = double(kRo * kE1 * kE2), c = double(coils), a = n * c * 8, gb = n * c * c * 8;
+    state.counters["floor_bytes"] = part == 0 ? gb + 6 * a : 0;
+    state.SetLabel(be->describe());
+}
+
+// The whole 3D reconstruction the issue times: k-space [256, 256, 64, C] (random samples: the time
+// depends on the sizes, not the values), 3D SPIRiT calibration on the 24^3 centre (5^3 kernels, one
+// Cholesky), G on the volume, the readout's inverse FFT, and 50 POCS iterations; wall time with the
+// device synchronised. Memory: G alone is C^2 N 8 bytes (2.1 GB at 8 coils, 34 GB at 32).
+void BM_L1Spirit3dTotal(benchmark::State& state) {
+    const bool gpu = state.range(0) != 0;
+    const size_t coils = size_t(state.range(1));
+    if (!gpu && coils > 8) return state.SkipWithError("CPU: 8 coils only (G alone is 34 GB at 32)");
+    auto be = larmor::bench::calibration_backend(gpu);
+    if (!be) return state.SkipWithError("no usable CUDA device");
+    const Shape s{kRo, kE1, kE2, coils};
+    const RArray mask = poisson_mask();
+    CArray host = CArray::host(s);
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    auto next = [&seed] {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        return float(int64_t(seed % 2001) - 1000) * 1e-3f;
+    };
+    for (size_t i = 0; i < host.size(); ++i) host.data()[i] = cfloat(next(), next()) * mask.data()[i % mask.size()];
+    const CArray kspace = be->to_device(host);
+    larmor::coils::SpiritSettings ks;
+    ks.lambda = 3e-4f;
+    larmor::L1SpiritSettings settings;
+    settings.track_residuals = false;
+    settings.iterations = 50;
+    const size_t c0 = kE1 / 2 - 12, c1 = kE1 / 2 + 12, z0 = kE2 / 2 - 12, z1 = kE2 / 2 + 12;
+    auto call = [&] {
+        const CArray g = larmor::coils::spirit_image_kernels_3d(*be, kspace, c0, c1, z0, z1, 24, ks);
+        CArray hybrid = be->empty(s);
+        be->fft(kspace, hybrid, 0b001u, larmor::FFTDirection::Inverse);
+        larmor::L1Spirit p = larmor::l1_spirit(be, hybrid, mask, g, settings);
+        larmor::run(*p.solver);
+        be->synchronize();
+    };
+    call();
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    state.SetLabel(be->describe());
+}
+
+}  // namespace
+
+BENCHMARK(BM_L1Spirit3dTotal)
+    ->ArgsProduct({{1, 0}, {8, 32}})
+    ->ArgNames({"gpu", "coils"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(3);
+BENCHMARK(BM_L1SpiritIteration)
+    ->ArgsProduct({{1, 0}, {8, 32}, {0, 1, 2, 3, 4}})
+    ->ArgNames({"gpu", "coils", "part"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(3);

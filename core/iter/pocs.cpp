@@ -1,0 +1,63 @@
+#include "core/iter/pocs.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace larmor {
+namespace {
+
+Backend& backend_of(const std::vector<std::unique_ptr<Prox>>& steps) {
+    if (steps.empty() || !steps.front()) throw std::invalid_argument("POCS: no steps");
+    return steps.front()->backend();
+}
+
+}  // namespace
+
+Pocs::Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, bool track_residuals)
+    : steps_(std::move(steps)), be_(backend_of(steps_)), x_(std::move(x)), iterations_(iterations),
+      track_(track_residuals) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+        if (!steps_[i]) throw std::invalid_argument("POCS: step " + std::to_string(i) + " is null");
+        if (steps_[i]->shape() != x_.shape())
+            throw std::invalid_argument("POCS: step " + std::to_string(i) + " acts on " + steps_[i]->shape().str() +
+                                        ", x is " + x_.shape().str());
+    }
+    if (iterations < 1) throw std::invalid_argument("POCS: iterations " + std::to_string(iterations) + " < 1");
+    previous_ = be_.empty(x_.shape());
+    scalars_ = be_.zeros({2});
+    change_ = scalars_.view(0, {1});
+    size_ = scalars_.view(1, {1});
+}
+
+void Pocs::update() {
+    if (!track_) {
+        for (auto& s : steps_) s->apply(1.f, x_, x_);
+        ++iteration_;
+        return;
+    }
+    be_.copy(x_, previous_);
+    for (auto& s : steps_) s->apply(1.f, x_, x_);
+    be_.xpay(-1.f, x_, previous_);  // previous <- x - previous
+    be_.norm2(previous_, change_);
+    be_.norm2(x_, size_);
+    ++iteration_;
+    std::unique_ptr<Backend::PendingRead> last = std::move(pending_);
+    pending_ = be_.read_async(scalars_);
+    if (last) {
+        const std::vector<cfloat>& v = last->wait();
+        residuals_.push_back(std::real(v[1]) > 0 ? std::sqrt(std::real(v[0]) / std::real(v[1])) : 0.0);
+    }
+}
+
+const std::vector<double>& Pocs::residuals() const {
+    if (pending_) {
+        const std::vector<cfloat>& v = pending_->wait();
+        residuals_.push_back(std::real(v[1]) > 0 ? std::sqrt(std::real(v[0]) / std::real(v[1])) : 0.0);
+        pending_.reset();
+    }
+    return residuals_;
+}
+
+}  // namespace larmor
