@@ -68,6 +68,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bart_io.h"
 #include "core/backend.h"
 #include "core/coils/calibration_matrix.h"
 #include "core/coils/espirit.h"
@@ -81,6 +82,12 @@ using larmor::CArray;
 using larmor::cfloat;
 using larmor::RArray;
 namespace fs = std::filesystem;
+using larmor::bench::capture;
+using larmor::bench::median_time;
+using larmor::bench::read_cfl;
+using larmor::bench::seconds;
+using larmor::bench::shell;
+using larmor::bench::write_cfl;
 
 constexpr size_t kN = 256, kCoils = 8, kAcs = 24;
 constexpr int kIterations = 50;
@@ -232,61 +239,6 @@ larmor::L1WaveletSense solve(const std::shared_ptr<larmor::Backend>& cpu, const 
     larmor::L1WaveletSense p = larmor::l1_wavelet_sense(cpu, d.sampled, d.mask, maps, s);
     larmor::run(*p.solver);
     return p;
-}
-
-double seconds(const std::function<void()>& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Median wall time of `runs` calls after one untimed warm-up.
-double median_time(int runs, const std::function<void()>& f) {
-    f();
-    std::vector<double> t;
-    for (int i = 0; i < runs; ++i) t.push_back(seconds(f));
-    std::sort(t.begin(), t.end());
-    return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
-}
-
-// BART's .cfl/.hdr: a text header of 16 dimensions, raw complex64, first dimension fastest (our
-// memory order, so the array is written as it is).
-void write_cfl(const fs::path& base, const CArray& a) {
-    std::ofstream hdr(base.string() + ".hdr");
-    hdr << "# Dimensions\n";
-    for (int i = 0; i < 16; ++i) hdr << (i < a.shape().rank() ? a.shape()[i] : size_t(1)) << (i < 15 ? " " : "\n");
-    std::ofstream cfl(base.string() + ".cfl", std::ios::binary);
-    cfl.write(reinterpret_cast<const char*>(a.data()), std::streamsize(a.size() * sizeof(cfloat)));
-    if (!hdr || !cfl) throw std::runtime_error("cannot write " + base.string() + ".cfl/.hdr");
-}
-
-std::vector<cfloat> read_cfl(const fs::path& base, size_t expected) {
-    std::ifstream cfl(base.string() + ".cfl", std::ios::binary | std::ios::ate);
-    if (!cfl) throw std::runtime_error("cannot read " + base.string() + ".cfl");
-    const auto bytes = size_t(cfl.tellg());
-    if (bytes != expected * sizeof(cfloat))
-        throw std::runtime_error(base.string() + ".cfl has " + std::to_string(bytes) + " bytes, expected " +
-                                 std::to_string(expected * sizeof(cfloat)));
-    std::vector<cfloat> v(expected);
-    cfl.seekg(0);
-    cfl.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
-    return v;
-}
-
-void shell(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    if (rc != 0) throw std::runtime_error("command failed (status " + std::to_string(rc) + "): " + cmd);
-}
-
-std::string capture(const std::string& cmd) {
-    std::string out;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-        char buf[256];
-        while (std::fgets(buf, sizeof buf, p)) out += buf;
-        pclose(p);
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
 }
 
 std::string num(double v) {
