@@ -76,6 +76,7 @@ SpiritGadgetSettings settings_of(const config::Spirit& c) {
         throw ConfigError("Spirit: wavelet_levels " + std::to_string(c.wavelet_levels()) + " is outside 0..16");
     s.pocs.levels = c.wavelet_levels() == 0 ? -1 : c.wavelet_levels();
     s.pocs.iterations = s.solver.iterations;
+    s.pocs.tolerance = s.solver.tolerance;
     if (c.consistency_lambda() != 0.f) {
         if (!(c.consistency_lambda() > 0.f && c.consistency_lambda() <= 1e4f))
             throw ConfigError("Spirit: consistency_lambda " + std::to_string(c.consistency_lambda()) +
@@ -94,14 +95,9 @@ public:
     explicit SpiritSolver(Pocs& p) : pocs_(&p) {}
     explicit SpiritSolver(ConjugateGradient& cg) : cg_(&cg) {}
     void update() override { pocs_ ? pocs_->update() : cg_->update(); }
-    bool done() const override {
-        if (cg_) return cg_->done();
-        return pocs_->done() || (tolerance_ > 0 && pocs_->iteration() > 1 && pocs_->residuals().back() <= tolerance_);
-    }
+    bool done() const override { return pocs_ ? pocs_->done() : cg_->done(); }
     int iteration() const override { return pocs_ ? pocs_->iteration() : cg_->iteration(); }
     const std::vector<double>& residuals() const override { return pocs_ ? pocs_->residuals() : cg_->residuals(); }
-    double tolerance_ = 0;
-
 private:
     Pocs* pocs_ = nullptr;
     ConjugateGradient* cg_ = nullptr;
@@ -180,7 +176,6 @@ public:
             pocs = std::make_unique<L1Spirit>(l1_spirit(backend_, data, mask, g, s_.pocs));
             images = pocs->images;
             solver = std::make_unique<SpiritSolver>(*pocs->solver);
-            solver->tolerance_ = s_.solver.tolerance;
         }
         const bool deadline_hit = run_solver_loop(*solver, s_.solver, kStage, t0, out);
 

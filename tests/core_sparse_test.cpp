@@ -292,6 +292,15 @@ TEST_P(Solvers, PocsAlternatesProjectionsToTheIntersection) {
     ASSERT_EQ(p.residuals().size(), 4u);
     EXPECT_NEAR(p.residuals()[1], 1.0, 1e-6);  // from zero, the first cycle is the whole image
     EXPECT_LT(p.residuals()[3], 1e-6);
+
+    // With a tolerance it stops once the change is below it, seen one iteration late: the second
+    // cycle changes nothing, which the third iteration learns, so it ends there instead of at 10.
+    std::vector<std::unique_ptr<Prox>> again;
+    again.push_back(data_consistency_projection(be, m1, truth));
+    again.push_back(data_consistency_projection(be, m2, truth));
+    Pocs q(std::move(again), be->zeros(shape), 10, true, 1e-3);
+    run(q);
+    EXPECT_EQ(q.iteration(), 3);
 }
 
 LARMOR_INSTANTIATE_BACKEND_TEST(Solvers);

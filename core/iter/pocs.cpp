@@ -15,9 +15,10 @@ Backend& backend_of(const std::vector<std::unique_ptr<Prox>>& steps) {
 
 }  // namespace
 
-Pocs::Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, bool track_residuals)
+Pocs::Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, bool track_residuals,
+           double tolerance)
     : steps_(std::move(steps)), be_(backend_of(steps_)), x_(std::move(x)), iterations_(iterations),
-      track_(track_residuals) {
+      track_(track_residuals), tolerance_(tolerance) {
     for (size_t i = 0; i < steps_.size(); ++i) {
         if (!steps_[i]) throw std::invalid_argument("POCS: step " + std::to_string(i) + " is null");
         if (steps_[i]->shape() != x_.shape())
@@ -45,16 +46,17 @@ void Pocs::update() {
     ++iteration_;
     std::unique_ptr<Backend::PendingRead> last = std::move(pending_);
     pending_ = be_.read_async(scalars_);
-    if (last) {
-        const std::vector<cfloat>& v = last->wait();
-        residuals_.push_back(std::real(v[1]) > 0 ? std::sqrt(std::real(v[0]) / std::real(v[1])) : 0.0);
-    }
+    if (last) absorb(last->wait());
+}
+
+void Pocs::absorb(const std::vector<cfloat>& v) const {
+    residuals_.push_back(std::real(v[1]) > 0 ? std::sqrt(std::real(v[0]) / std::real(v[1])) : 0.0);
+    if (tolerance_ > 0 && residuals_.back() <= tolerance_) converged_ = true;
 }
 
 const std::vector<double>& Pocs::residuals() const {
     if (pending_) {
-        const std::vector<cfloat>& v = pending_->wait();
-        residuals_.push_back(std::real(v[1]) > 0 ? std::sqrt(std::real(v[0]) / std::real(v[1])) : 0.0);
+        absorb(pending_->wait());
         pending_.reset();
     }
     return residuals_;

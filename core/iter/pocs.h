@@ -17,10 +17,13 @@ public:
     // steps: each on x's shape and backend; x: start and result (the caller's array). Without
     // track_residuals the iterations skip the change's norm (three passes over x) and residuals()
     // holds only the start.
-    Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, bool track_residuals = true);
+    // tolerance > 0 (with tracking): stop once ||x_k - x_{k-1}|| / ||x_k|| <= tolerance, seen one iteration
+    // late as CG and FISTA see theirs (the change's norm travels to the host while the next iteration runs).
+    Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, bool track_residuals = true,
+         double tolerance = 0.0);
 
     void update() override;
-    bool done() const override { return iteration_ >= iterations_; }
+    bool done() const override { return iteration_ >= iterations_ || converged_; }
     int iteration() const override { return iteration_; }
 
     // ||x_k - x_{k-1}|| / ||x_k|| per iteration (entry 0 is 1: the start); waits for the last one.
@@ -36,9 +39,12 @@ private:
     CArray x_, previous_, scalars_, change_, size_;
     int iterations_;
     bool track_;
+    double tolerance_;
     int iteration_ = 0;
+    void absorb(const std::vector<cfloat>& v) const;
     mutable std::unique_ptr<Backend::PendingRead> pending_;
     mutable std::vector<double> residuals_{1.0};
+    mutable bool converged_ = false;
 };
 
 }  // namespace larmor

@@ -45,7 +45,8 @@ L1Spirit l1_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const
     steps.push_back(linear_step(spirit_g(backend, g.reshaped({ro, e1, e2, nc, nc}))));
     steps.push_back(wavelet_threshold_prox(backend, p.wavelet, p.threshold, nc));
     steps.push_back(in_basis(fft, data_consistency_projection(backend, mask, kspace)));
-    p.solver = std::make_unique<Pocs>(std::move(steps), p.images, settings.iterations, settings.track_residuals);
+    p.solver = std::make_unique<Pocs>(std::move(steps), p.images, settings.iterations, settings.track_residuals,
+                                      settings.tolerance);
     return p;
 }
 

@@ -19,6 +19,7 @@ struct L1SpiritSettings {
     int iterations = 50;
     int levels = -1;       // wavelet levels (< 0: as many as fit)
     bool track_residuals = true;
+    double tolerance = 0.0;  // stop on the relative change (core/iter/pocs.h); 0: run every iteration
 };
 
 struct L1Spirit {
