@@ -118,6 +118,15 @@ public:
     virtual void upload_rows(const cfloat* src, size_t src_pitch, size_t row_len, size_t rows, CArray& dst,
                              size_t dst_offset, size_t dst_pitch) = 0;
 
+    // Copies `rows` rows of `row_len` elements: src row i starts at src_offset + i * src_pitch, dst row i
+    // at dst_offset + i * dst_pitch. Each array is on the host or, for a CUDA backend, on any CUDA
+    // device (another device's array is reached through unified addressing: a peer copy). Ordered
+    // after this backend's queued work; work another backend queued on src or dst must have finished
+    // (its synchronize()). A volume split along its fastest axis (core/recon/l1_spirit_slabs.h) moves
+    // its slabs this way, device to device, without a pass through the host.
+    virtual void copy_rows(const CArray& src, size_t src_offset, size_t src_pitch, CArray& dst, size_t dst_offset,
+                           size_t dst_pitch, size_t row_len, size_t rows) = 0;
+
     // ---- FFT and resampling.
     // y = centred (fftshift . FFT . ifftshift), orthonormal (1/sqrt(N) per axis) FFT of x over the
     // axes in `axes`, batched over all others. Forward uses exp(-i...), Inverse exp(+i...). y has x's

@@ -212,6 +212,23 @@ public:
                           what());
     }
 
+    // One cudaMemcpy2DAsync on the compute stream; cudaMemcpyDefault lets unified addressing pick the
+    // direction, so either end may be the host, this device or a peer device.
+    void copy_rows(const CArray& src, size_t src_offset, size_t src_pitch, CArray& dst, size_t dst_offset,
+                   size_t dst_pitch, size_t row_len, size_t rows) override {
+        detail::check_copy_rows(src, src_offset, src_pitch, dst, dst_offset, dst_pitch, row_len, rows);
+        if (rows == 0 || row_len == 0) return;
+        DeviceGuard g(ctx_->device());
+        const std::string what = "copy_rows of " + std::to_string(rows) + " x " + std::to_string(row_len) + " from " +
+                                 src.shape().str() + " into " + dst.shape().str();
+        // One row: any pitch will do, but cudaMemcpy2D wants pitch >= width.
+        const size_t dpitch = rows > 1 ? dst_pitch : row_len, spitch = rows > 1 ? src_pitch : row_len;
+        LARMOR_CUDA_CHECK(cudaMemcpy2DAsync(dst.data() + dst_offset, dpitch * sizeof(cfloat), src.data() + src_offset,
+                                            spitch * sizeof(cfloat), row_len * sizeof(cfloat), rows,
+                                            cudaMemcpyDefault, ctx_->stream()),
+                          what);
+    }
+
     // cuFFT runs out of place, always (whatever the centring, cuda/fft_plans.h): the shifted load
     // callback may read any input element, so it must not see its own output. In place (y == x) the
     // transform goes to a block of the session's cache and is copied back.

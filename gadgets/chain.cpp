@@ -233,6 +233,12 @@ bool ChainRunner::cartesian_only() const {
     return false;
 }
 
+bool ChainRunner::splits_across_devices() const {
+    for (const auto& s : impl_->stages)
+        if (s->gadget->splits_across_devices()) return true;
+    return false;
+}
+
 int ChainRunner::backend_choice() const { return impl_->backend; }
 
 bool ChainRunner::cpu_fallback() const { return impl_->cpu_fallback; }

@@ -61,6 +61,8 @@ public:
     // Whether any gadget uses trajectories / places readouts on a Cartesian grid (gadget.h).
     bool uses_trajectories() const;
     bool cartesian_only() const;
+    // Whether any gadget splits its work across devices (gadget.h).
+    bool splits_across_devices() const;
 
     // Backend the chain asks for (auto/cpu/cuda), from the chain config.
     int backend_choice() const;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ismrmrd/xml.h>
 
@@ -33,6 +34,10 @@ struct SessionContext {
     // The server's store of trajectory set-up shared by sessions (precompute_cache.h); null: the
     // process's default (tests, tools).
     std::shared_ptr<PrecomputeCache> precompute;
+    // Backends on the session's other CUDA devices (--devices), for a chain with a gadget that splits
+    // one reconstruction across devices (Gadget::splits_across_devices); each charges its own device's
+    // budget. Empty: `backend` alone (CPU sessions, one device, or chains that do not split).
+    std::vector<std::shared_ptr<Backend>> peers;
 };
 
 // Where a gadget sends its output. Blocks when the next stage's queue is full (backpressure).
@@ -75,6 +80,9 @@ public:
     // Whether this gadget places readouts on a Cartesian grid by their encode-step counters: a
     // header whose trajectory is radial or spiral is then refused, not reconstructed as garbage.
     virtual bool cartesian_only() const { return false; }
+    // Whether this gadget can split one reconstruction across the CUDA devices of --devices (3D
+    // l1-SPIRiT by slabs): the session then gives it SessionContext::peers.
+    virtual bool splits_across_devices() const { return false; }
 
 protected:
     // Emits msg, moved from. Out of line for the same reason as process().

@@ -55,6 +55,7 @@ PicsL1Settings settings_of(const config::PicsL1& c) {
         s.l1.lambda = c.lambda();
     }
     s.l1.levels = levels_of(c.wavelet_levels(), kGadget);
+    s.l1.cycle_spinning = !c.fixed_wavelet();
     if (c.power_iterations() < 0 || c.power_iterations() > 1000)
         throw ConfigError("PicsL1: power_iterations " + std::to_string(c.power_iterations()) + " is outside 0..1000");
     if (c.power_iterations() > 0) s.l1.power_iterations = c.power_iterations();
@@ -117,6 +118,7 @@ public:
         img.meta.set("PicsL1Threshold", double(p.threshold));
         img.meta.set("PicsL1Lipschitz", double(p.lipschitz));
         img.meta.set("PicsL1WaveletLevels", long(p.wavelet.levels()));
+        img.meta.set("PicsL1CycleSpinning", long(s_.l1.cycle_spinning ? 1 : 0));
         img.meta.set("PicsL1Calibration", region.str().c_str());
         img.meta.set("ImageComment", "l1-wavelet SENSE");
         CalibrationProvenance cp;

@@ -13,6 +13,7 @@
 #include "core/coils/spirit.h"
 #include "core/recon/cg_spirit.h"
 #include "core/recon/l1_spirit.h"
+#include "core/recon/l1_spirit_slabs.h"
 #include "gadgets/calibration_provenance.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/encoding.h"
@@ -46,6 +47,7 @@ struct SpiritGadgetSettings {
     float consistency_lambda = 1.f;
     config::Spirit::Combine combine = config::Spirit::COMBINE_ESPIRIT;
     coils::EspiritSettings espirit;
+    size_t slab_slices = 0;
 };
 
 SpiritGadgetSettings settings_of(const config::Spirit& c) {
@@ -75,6 +77,7 @@ SpiritGadgetSettings settings_of(const config::Spirit& c) {
     if (c.wavelet_levels() < 0 || c.wavelet_levels() > 16)
         throw ConfigError("Spirit: wavelet_levels " + std::to_string(c.wavelet_levels()) + " is outside 0..16");
     s.pocs.levels = c.wavelet_levels() == 0 ? -1 : c.wavelet_levels();
+    s.pocs.cycle_spinning = !c.fixed_wavelet();
     s.pocs.iterations = s.solver.iterations;
     s.pocs.tolerance = s.solver.tolerance;
     if (c.consistency_lambda() != 0.f) {
@@ -86,20 +89,30 @@ SpiritGadgetSettings settings_of(const config::Spirit& c) {
     s.combine = c.combine();
     s.espirit = espirit_settings(c.espirit(), kGadget);
     if (s.espirit.sets != 1) throw ConfigError("Spirit: espirit.sets " + std::to_string(s.espirit.sets) + ": one set only");
+    if (c.slab_slices() > 65536)
+        throw ConfigError("Spirit: slab_slices " + std::to_string(c.slab_slices()) + " is over 65536");
+    s.slab_slices = c.slab_slices();
     return s;
 }
 
-// The relative change of POCS and the residual of CG, seen alike by the solver loop.
+// The relative change of POCS (of the whole volume when it is split into slabs) and the residual of
+// CG, seen alike by the solver loop.
 class SpiritSolver final : public ResidualAlg {
 public:
     explicit SpiritSolver(Pocs& p) : pocs_(&p) {}
+    explicit SpiritSolver(L1SpiritSlabs& s) : slabs_(&s) {}
     explicit SpiritSolver(ConjugateGradient& cg) : cg_(&cg) {}
-    void update() override { pocs_ ? pocs_->update() : cg_->update(); }
-    bool done() const override { return pocs_ ? pocs_->done() : cg_->done(); }
-    int iteration() const override { return pocs_ ? pocs_->iteration() : cg_->iteration(); }
-    const std::vector<double>& residuals() const override { return pocs_ ? pocs_->residuals() : cg_->residuals(); }
+    void update() override { pocs_ ? pocs_->update() : slabs_ ? slabs_->update() : cg_->update(); }
+    bool done() const override { return pocs_ ? pocs_->done() : slabs_ ? slabs_->done() : cg_->done(); }
+    int iteration() const override {
+        return pocs_ ? pocs_->iteration() : slabs_ ? slabs_->iteration() : cg_->iteration();
+    }
+    const std::vector<double>& residuals() const override {
+        return pocs_ ? pocs_->residuals() : slabs_ ? slabs_->residuals() : cg_->residuals();
+    }
 private:
     Pocs* pocs_ = nullptr;
+    L1SpiritSlabs* slabs_ = nullptr;
     ConjugateGradient* cg_ = nullptr;
 };
 
@@ -119,8 +132,13 @@ public:
         return declared_kspace_bytes(h, saturating_add(g, 12));
     }
 
+    // 3D l1-SPIRiT splits its volume into slabs over the session's devices.
+    bool splits_across_devices() const override { return s_.method == config::Spirit::METHOD_POCS; }
+
     void start(const SessionContext& ctx) override {
         backend_ = ctx.backend;
+        backends_ = {ctx.backend};
+        backends_.insert(backends_.end(), ctx.peers.begin(), ctx.peers.end());
         chain_ = ctx.chain_name;
         session_ = ctx.session_id;
         if (!backend_) throw std::runtime_error("Spirit: the session has no backend");
@@ -145,6 +163,8 @@ public:
         // Kernels (3D scans: k^3 kernels of the 3D calibration block), and for 3D the data with the readout
         // transformed (independent (E1, E2) slices, each with its own image-space G).
         CArray g, data = merged.data;
+        coils::SpiritKernels kernels3d;
+        const bool slabs = volume && s_.method == config::Spirit::METHOD_POCS;
         try {
             if (!volume) {
                 const size_t lines = std::min(region.e1_lines(), kMostCalibration);
@@ -152,8 +172,10 @@ public:
                                                               std::min(ro, lines), lines);
                 g = coils::spirit_image_kernels(be, coils::spirit_kernels(be, block, s_.kernels), ro, e1);
             } else {
-                g = coils::spirit_image_kernels_3d(be, cal.data, region.e1_lo, region.e1_hi, region.e2_lo, region.e2_hi,
-                                                   kMostCalibration3d, s_.kernels);
+                // POCS builds each slab's G on its own device (core/recon/l1_spirit_slabs.h); CG the whole.
+                kernels3d = coils::spirit_kernels_3d(be, cal.data, region.e1_lo, region.e1_hi, region.e2_lo,
+                                                     region.e2_hi, kMostCalibration3d, s_.kernels);
+                if (!slabs) g = coils::spirit_image_kernels(be, kernels3d, ro, e1, e2);
                 data = be.empty(shape);
                 be.fft(merged.data, data, 0b001u, FFTDirection::Inverse);
             }
@@ -166,18 +188,24 @@ public:
 
         CArray images;
         std::unique_ptr<L1Spirit> pocs;
+        std::unique_ptr<L1SpiritSlabs> split;
         CgSpirit cg;
         std::unique_ptr<SpiritSolver> solver;
         if (s_.method == config::Spirit::METHOD_CG) {
             cg = cg_spirit(backend_, data, mask, g, s_.consistency_lambda, s_.solver.cg());
             images = cg.images;
             solver = std::make_unique<SpiritSolver>(*cg.solver);
+        } else if (slabs) {
+            split = std::make_unique<L1SpiritSlabs>(backends_, data, mask, kernels3d, s_.pocs, s_.slab_slices);
+            data = CArray{};  // each slab holds its own part
+            solver = std::make_unique<SpiritSolver>(*split);
         } else {
             pocs = std::make_unique<L1Spirit>(l1_spirit(backend_, data, mask, g, s_.pocs));
             images = pocs->images;
             solver = std::make_unique<SpiritSolver>(*pocs->solver);
         }
         const bool deadline_hit = run_solver_loop(*solver, s_.solver, kStage, t0, out);
+        if (split) images = split->images(be);
 
         CArray combined = be.empty({ro, e1, e2, 1});
         CArray plane = combined.reshaped({ro, e1, e2});
@@ -210,6 +238,11 @@ public:
         img.meta.set("SpiritCalibration", region.str().c_str());
         img.meta.set("SpiritCombination", combination.c_str());
         if (pocs) img.meta.set("SpiritThreshold", double(pocs->threshold));
+        if (split) {
+            img.meta.set("SpiritThreshold", double(split->threshold()));
+            img.meta.set("SpiritSlabs", long(split->slabs().size()));
+            img.meta.set("SpiritDevices", long(backends_.size()));
+        }
         img.meta.set("ImageComment", method.c_str());
         CalibrationProvenance cp;
         cp.method = method;
@@ -219,15 +252,19 @@ public:
         cp.region = region.str();
         cp.maps = combination;
         record_calibration_provenance(img.meta, cp);
-        spdlog::info("[{}] Spirit: {} {} -> {} in {} iterations, residual {:.3e}, calibration {}, {:.1f} ms", session_,
+        const std::string spread = split ? ", " + std::to_string(split->slabs().size()) + " slab(s) on " +
+                                               std::to_string(backends_.size()) + " backend(s)"
+                                         : std::string();
+        spdlog::info("[{}] Spirit: {} {} -> {} in {} iterations, residual {:.3e}, calibration {}{}, {:.1f} ms", session_,
                      method, shape.str(), img.data.shape().str(), solver->iteration(), solver->residual(), region.str(),
-                     milliseconds_since(t0));
+                     spread, milliseconds_since(t0));
         emit_or_fail(std::move(img), solver_failure(method, *solver, s_.solver, deadline_hit), out);
     }
 
 private:
     SpiritGadgetSettings s_;
     std::shared_ptr<Backend> backend_;
+    std::vector<std::shared_ptr<Backend>> backends_;  // backend_ first, then the session's other devices
     std::string chain_, session_;
     uint16_t image_index_ = 0;
 };

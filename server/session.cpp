@@ -329,9 +329,12 @@ void Session::on_header(const std::string& xml) {
             budgets_ = env_->memory->admit(need, -1, declared);
             backend = make_session_backend(false, -1, budgets_);
         }
-        log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}", header.encoding.size(), xml.size(),
+        std::vector<std::shared_ptr<Backend>> peers;
+        if (use_cuda_ && chain_->splits_across_devices()) peers = peer_backends(need, declared);
+        log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}{}", header.encoding.size(), xml.size(),
                    backend->describe(),
-                   use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string());
+                   use_cuda_ ? " (CUDA device " + std::to_string(device_lease_.device()) + ")" : std::string(),
+                   peers.empty() ? std::string() : ", split across " + std::to_string(peers.size() + 1) + " devices");
         // A gadget's error reaches the client when it happens, from the gadget's thread.
         chain_->set_error_hook([this](const std::string& e) {
             ++chain_errors_;
@@ -339,7 +342,7 @@ void Session::on_header(const std::string& xml) {
         });
         chain_->start(
             SessionContext{std::move(header), xml, std::move(backend), id_, chain_name_, env_->dependencies, ledger_,
-                           env_->precompute},
+                           env_->precompute, std::move(peers)},
             [this](Message m) { deliver(std::move(m)); });
         state_ = State::Streaming;
     } catch (const HeaderError& e) {
@@ -354,6 +357,27 @@ void Session::on_header(const std::string& xml) {
     } catch (const std::exception& e) {
         fail("Session", std::string("cannot start chain '") + chain_name_ + "': " + e.what());
     }
+}
+
+std::vector<std::shared_ptr<Backend>> Session::peer_backends(uint64_t need, const std::string& declared) {
+    std::vector<std::shared_ptr<Backend>> peers;
+    const std::vector<DeviceLoad> devices = env_->devices->load();
+    if (devices.size() < 2) return peers;
+    const uint64_t share = need / devices.size() + 1;
+    for (const DeviceLoad& d : devices) {
+        if (d.device == device_lease_.device()) continue;
+        try {
+            MemoryBudgets b = env_->memory->admit(share, d.device, declared);
+            b.host = budgets_.host;  // one host budget for the whole session
+            peers.push_back(make_session_backend(true, d.device, std::move(b)));
+        } catch (const std::exception& e) {
+            const std::string note = "[Backend] CUDA device " + std::to_string(d.device) +
+                                     " is left out of this session's split: " + e.what();
+            log_->warn("{}", note);
+            send(Text{note});
+        }
+    }
+    return peers;
 }
 
 bool Session::may_fall_back() const {

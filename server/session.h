@@ -80,6 +80,10 @@ private:
     void on_data(Message msg, const char* kind);
     // Whether a session that cannot have its CUDA backend may run on the CPU (chain cpu_fallback).
     bool may_fall_back() const;
+    // Backends on the other devices of --devices for a chain that splits across devices, each admitted
+    // there for an even share of `need`; a device that cannot take its share is left out (logged and
+    // told to the client) and the split runs on the devices it has.
+    std::vector<std::shared_ptr<Backend>> peer_backends(uint64_t need, const std::string& declared);
     void on_unexpected(const std::string& kind);
     void on_close();
     // Answers the dependency pre-query with DEPENDENCY_QUERY, then CLOSE (never TEXT: see protocol.md).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <complex>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/iter/fista.h"
@@ -84,6 +85,20 @@ TEST(WaveletGeometry, LevelsFollowEachAxisAndTheLowBandIsWhatRemains) {
     EXPECT_EQ(odd.coarse, Shape({5, 3}));
 }
 
+// The reconstructions' default: stop once an axis would drop below 16 samples, after a first level that
+// every axis takes.
+TEST(WaveletGeometry, TheCoarsestBandStopsEachAxis) {
+    const WaveletGeometry g = wavelet_geometry({256, 64, 1, 8}, 0b011u, -1, 16);
+    ASSERT_EQ(g.levels(), 4);
+    EXPECT_EQ(g.level_axes[1], 0b011u);
+    EXPECT_EQ(g.level_axes[2], 0b001u);
+    EXPECT_EQ(g.coarse, Shape({16, 16, 1, 8}));
+    const WaveletGeometry small = wavelet_geometry({24, 20}, 0b11u, -1, 16);
+    EXPECT_EQ(small.levels(), 1);
+    EXPECT_EQ(small.coarse, Shape({12, 10}));
+    EXPECT_EQ(wavelet_geometry({256, 64}, 0b11u, 6, 16).levels(), 6);  // a level count given wins
+}
+
 TEST(WaveletGeometry, ShapesWithoutALevelAreRefusedByName) {
     auto message = [](auto f) {
         try {
@@ -155,6 +170,38 @@ TEST_P(Wavelet, CudaMatchesTheCpu) {
     const Shape volume{32, 24, 16, 2};
     test::expect_same_on_cpu(be, [&](std::shared_ptr<Backend> b) { return wavelet(b, wavelet_geometry(volume, 0b111u)); },
                              2e-6);
+}
+
+// Cycle spinning: W with a shift is W of the circularly shifted input, and the shifted inverse undoes it.
+TEST_P(Wavelet, ShiftedTransformIsTheTransformOfTheShiftedInput) {
+    for (const auto& [shape, axes, shift] : std::vector<std::tuple<Shape, AxisMask, WaveletShift>>{
+             {{16, 8, 1, 2}, 0b011u, {5, 3, 0, 0}}, {{8, 4, 6, 1}, 0b111u, {7, 1, 5, 0}}, {{12, 10}, 0b01u, {11, 9}}}) {
+        const WaveletGeometry g = wavelet_geometry(shape, axes);
+        const CArray x = test::random_on(*be, shape, 9);
+        const CArray hx = be->to_host(x);
+        CArray turned = CArray::host(shape);
+        for (size_t i = 0; i < hx.size(); ++i) {
+            size_t rest = i, from = 0;
+            for (int a = 0; a < shape.rank(); ++a) {
+                const size_t n = shape[a], at = rest % n, by = (axes & (1u << a)) ? shift[size_t(a)] : 0;
+                from += ((at + by) % n) * shape.stride(a);
+                rest /= n;
+            }
+            turned.data()[i] = hx.data()[from];
+        }
+        CArray want = be->empty(shape), got = be->empty(shape);
+        wavelet_forward(*be, g, be->to_device(turned), want);
+        wavelet_forward(*be, g, x, got, shift);
+        const std::vector<cdouble> w = test::download(*be, want), c = test::download(*be, got);
+        double err = 0, ref = 0;
+        for (size_t i = 0; i < w.size(); ++i) err += std::norm(c[i] - w[i]), ref += std::norm(w[i]);
+        EXPECT_LT(std::sqrt(err / ref), 1e-6) << shape.str();
+        wavelet_inverse_in_place(*be, g, got, shift);
+        const std::vector<cdouble> back = test::download(*be, got), xs = test::download(*be, x);
+        err = ref = 0;
+        for (size_t i = 0; i < xs.size(); ++i) err += std::norm(back[i] - xs[i]), ref += std::norm(xs[i]);
+        EXPECT_LT(std::sqrt(err / ref), 2e-6) << shape.str();
+    }
 }
 
 // The threshold shrinks each coil vector c_i by max(1 - lambda / ||c_i||, 0) and leaves the low band.

@@ -215,6 +215,50 @@ TEST(UploadRows, CudaStagingKeepsEveryUpload) {
     EXPECT_TRUE(std::equal(large.begin(), large.end(), hbig.data()));
 }
 
+// copy_rows: a strided 2D window out of one array into another, checked element by element on the CPU;
+// on CUDA from device to device (the same GPU through a second backend, as a slab moves to a peer), host
+// to device and device to host, each against the CPU's copy; and the refusals, by name.
+TEST(CopyRows, MovesAStridedWindowBetweenAnyTwoPlaces) {
+    const CArray src = test::random_array({40, 30}, 11);
+    const size_t offset = 7, rows = 29, row = 12;  // columns 7 .. 18 of every line but the last
+    auto cpu = make_cpu_backend();
+    CArray want = cpu->zeros({row, rows + 2});
+    cpu->copy_rows(src, offset, 40, want, row, row, row, rows);
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t i = 0; i < row; ++i) ASSERT_EQ(want.data()[(r + 1) * row + i], src.data()[offset + r * 40 + i]);
+    EXPECT_EQ(want.data()[0], cfloat(0.f, 0.f));
+    auto message = [&](auto f) {
+        try {
+            f();
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("no exception");
+    };
+    CArray small = cpu->zeros({10});
+    EXPECT_NE(message([&] { cpu->copy_rows(src, 1190, 40, small, 0, 10, 12, 1); }).find("past src [40x30]"),
+              std::string::npos);
+    EXPECT_NE(message([&] { cpu->copy_rows(src, 0, 40, small, 0, 12, 12, 2); }).find("past dst [10]"), std::string::npos);
+    EXPECT_NE(message([&] { cpu->copy_rows(src, 0, 4, small, 0, 12, 8, 2); }).find("source pitch of 4"), std::string::npos);
+    CArray& same = const_cast<CArray&>(src);
+    EXPECT_NE(message([&] { cpu->copy_rows(src, 0, 40, same, 1, 40, 10, 2); }).find("overlap"), std::string::npos);
+
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend(), peer = make_cuda_backend();
+    const CArray d_src = gpu->to_device(src);
+    CArray d_dst = peer->zeros({row, rows + 2});
+    gpu->synchronize();
+    peer->copy_rows(d_src, offset, 40, d_dst, row, row, row, rows);  // device to device, on the peer's stream
+    CArray h_dst = CArray::host({row, rows + 2});
+    peer->copy_rows(d_dst, 0, row, h_dst, 0, row, row, rows + 2);    // device to host
+    peer->synchronize();
+    EXPECT_TRUE(std::equal(want.data(), want.data() + want.size(), h_dst.data()));
+    CArray d_up = gpu->zeros({row, rows + 2});
+    gpu->copy_rows(src, offset, 40, d_up, row, row, row, rows);  // host to device
+    const CArray back = gpu->to_host(d_up);
+    EXPECT_TRUE(std::equal(want.data(), want.data() + want.size(), back.data()));
+}
+
 // Values that stress each part: huge magnitudes (|z|^2 overflows float), signs in all quadrants, zeros.
 CArray part_input() {
     CArray x = test::random_array({33, 17, 2}, 4);

@@ -46,6 +46,21 @@ std::vector<std::unique_ptr<Gadget>> shipped(const std::string& name) {
     return g;
 }
 
+// A 3D Poisson-disc scan, R = 2 x 2, with a 12 x 12 calibration block: n x n x nz, `coils` coils.
+phantom::PhantomSpec poisson_3d(int n, int nz, int coils) {
+    phantom::PhantomSpec s;
+    s.dims = 3;
+    s.nx = s.ny = n;
+    s.nz = nz;
+    s.coils = coils;
+    s.fov_mm[2] = 120.0;
+    s.ro_oversampling = 1;
+    s.acs_lines = 12;
+    s.sampling = phantom::Sampling::poisson;
+    s.accel_y = s.accel_z = 2;
+    return s;
+}
+
 std::vector<std::unique_ptr<Gadget>> chain_with(std::unique_ptr<Gadget> recon) {
     std::vector<std::unique_ptr<Gadget>> g = test::cartesian_front(true);
     g.push_back(std::move(recon));
@@ -179,6 +194,45 @@ TEST(SparseChains, ThreeDimensionalPoissonPhantom) {
     EXPECT_NEAR(l1s_gpu, l1s, 2e-3);
 }
 
+// 3D l1-SPIRiT through the gadget with the device count forced (SessionContext::peers: further backends
+// of one kind, as the server gives a session on a multi-GPU host): 2 backends, one slab each, and 3
+// backends with 5-position slabs dealt in turn give the image of one backend, on the CPU and on one GPU.
+TEST(SparseChains, ThreeDimensionalSplitOverForcedDevicesGivesTheSameImage) {
+    const test::Dataset ds = phantom_dataset(poisson_3d(32, 16, 4), "3d_split");
+    auto chain = [](uint32_t slab_slices) {
+        config::Chain c = load_chain_file(LARMOR_SOURCE_DIR "/config", "l1spirit_3d");
+        std::vector<std::unique_ptr<Gadget>> g;
+        for (auto& entry : *c.mutable_gadget()) {
+            if (entry.has_spirit()) {
+                entry.mutable_spirit()->mutable_solver()->set_iterations(10);
+                entry.mutable_spirit()->set_slab_slices(slab_slices);
+            }
+            g.push_back(make_gadget(entry));
+        }
+        return g;
+    };
+    for (const Device d : {Device::Cpu, Device::Cuda}) {
+        if (d == Device::Cuda && !cuda_available()) continue;
+        auto backend = [d] { return d == Device::Cpu ? make_cpu_backend() : make_cuda_backend(0); };
+        const std::vector<double> one = one_image(test::run_dataset(chain(0), ds, backend(), "one"));
+        const std::vector<double> two =
+            one_image(test::run_dataset(chain(0), ds, backend(), "two", {backend()}));
+        const std::vector<double> three =
+            one_image(test::run_dataset(chain(5), ds, backend(), "three", {backend(), backend()}));
+        ASSERT_EQ(two.size(), one.size());
+        ASSERT_EQ(three.size(), one.size());
+        double n2 = 0, n3 = 0, den = 0;
+        for (size_t i = 0; i < one.size(); ++i)
+            n2 += (two[i] - one[i]) * (two[i] - one[i]), n3 += (three[i] - one[i]) * (three[i] - one[i]),
+                den += one[i] * one[i];
+        std::printf("[ sparse ] 3D l1-SPIRiT on %s: 2 backends %.2e, 3 backends in 7 slabs %.2e from one backend\n",
+                    device_name(d), std::sqrt(n2 / den), std::sqrt(n3 / den));
+        EXPECT_GT(den, 0);
+        EXPECT_LT(std::sqrt(n2 / den), 1e-4);
+        EXPECT_LT(std::sqrt(n3 / den), 1e-4);
+    }
+}
+
 // ---- The real R=3 scan: 14 coils, 48 embedded ACS lines, a noise scan.
 TEST(SparseChains, RealR3ScanShowsNoFoldOver) {
     const std::string path = LARMOR_SHARED_DATA_DIR "/gadgetron-grappa-r3/meas_MID00349_FID09273_SNR_R3.h5";
@@ -210,16 +264,7 @@ TEST(SparseChains, EveryChainRunsThroughTheServerIn2DAnd3D) {
     const std::string stem = "/tmp/larmor-sparse-" + std::to_string(::getpid());
     phantom::PhantomSpec two = spec_2d(true);
     two.nx = two.ny = 96;
-    phantom::PhantomSpec three;
-    three.dims = 3;
-    three.nx = three.ny = 48;
-    three.nz = 24;
-    three.coils = 8;
-    three.fov_mm[2] = 120.0;
-    three.ro_oversampling = 1;
-    three.acs_lines = 12;
-    three.sampling = phantom::Sampling::poisson;
-    three.accel_y = three.accel_z = 2;
+    const phantom::PhantomSpec three = poisson_3d(48, 24, 8);
     phantom::write_dataset(two, stem + "-2d.h5");
     phantom::write_dataset(three, stem + "-3d.h5");
     test::ServerProcess server({"--backend", "cpu"});

@@ -196,7 +196,25 @@ CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size
     return out;
 }
 
-CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3) {
+namespace {
+
+// h_i: target coil i's kernel as a convolution filter (the window flipped, x_i(p) = sum_o g(o) x_j(p + o)
+// is a convolution with h(q) = g(-q)) with sqrt(N) folded in for the convolution theorem of orthonormal
+// FFTs: [k, k, k, C_source, C_target] on the host.
+CArray convolution_filters_3d(const SpiritKernels& k, float root_n) {
+    const size_t kw = size_t(k.settings.kernel), nc = k.coils, k3 = kw * kw * kw;
+    CArray h = CArray::host({kw, kw, kw, nc, nc});
+    for (size_t i = 0; i < nc; ++i)
+        for (size_t j = 0; j < nc; ++j)
+            for (size_t o = 0; o < k3; ++o) {
+                const size_t ox = o % kw, oy = (o / kw) % kw, oz = o / (kw * kw);
+                h.data()[(kw - 1 - ox) + kw * ((kw - 1 - oy) + kw * ((kw - 1 - oz) + kw * (j + nc * i)))] =
+                    root_n * k.weights[o + k3 * (j + nc * i)];
+            }
+    return h;
+}
+
+void check_3d(const SpiritKernels& k, size_t n1, size_t n2, size_t n3) {
     const size_t kw = size_t(k.settings.kernel), nc = k.coils;
     if (k.dims != 3) throw std::invalid_argument("SPIRiT: 2D kernels need a 2D image grid");
     if (k.weights.size() != kw * kw * kw * nc * nc)
@@ -206,26 +224,54 @@ CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size
     if (n1 < kw || n2 < kw || n3 < kw)
         throw std::invalid_argument("SPIRiT: a volume of " + std::to_string(n1) + " x " + std::to_string(n2) + " x " +
                                     std::to_string(n3) + " is smaller than the kernel of width " + std::to_string(kw));
-    const float root_n = float(std::sqrt(double(n1) * double(n2) * double(n3)));
-    CArray out = be.empty({n1, n2, n3, nc, nc});
-    const size_t k3 = kw * kw * kw;
-    for (size_t i = 0; i < nc; ++i) {
-        CArray h = CArray::host({kw, kw, kw, nc});
-        for (size_t j = 0; j < nc; ++j)
-            for (size_t o = 0; o < k3; ++o) {
-                const size_t ox = o % kw, oy = (o / kw) % kw, oz = o / (kw * kw);
-                h.data()[(kw - 1 - ox) + kw * ((kw - 1 - oy) + kw * ((kw - 1 - oz) + kw * j))] =
-                    root_n * k.weights[o + k3 * (j + nc * i)];
-            }
+}
+
+// Each target coil's filters (the last axis of h, on the device) zero-padded into out's grid and
+// inverse-transformed over `axes`.
+void to_image_space(Backend& be, const CArray& h, CArray& out, AxisMask axes) {
+    for (size_t i = 0; i < out.shape()[out.shape().rank() - 1]; ++i) {
         CArray gi = out.slice_last(i);
-        be.crop_pad_centred(be.to_device(h), gi);
-        be.fft(gi, gi, 0b111u, FFTDirection::Inverse);
+        be.crop_pad_centred(h.slice_last(i), gi);
+        be.fft(gi, gi, axes, FFTDirection::Inverse);
     }
+}
+
+}  // namespace
+
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3) {
+    check_3d(k, n1, n2, n3);
+    const size_t nc = k.coils;
+    const CArray h = be.to_device(convolution_filters_3d(k, float(std::sqrt(double(n1) * double(n2) * double(n3)))));
+    CArray out = be.empty({n1, n2, n3, nc, nc});
+    to_image_space(be, h, out, 0b111u);
     return out;
 }
 
-CArray spirit_image_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
-                               size_t e2_hi, size_t most, const SpiritSettings& s) {
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3, size_t first,
+                            size_t count) {
+    check_3d(k, n1, n2, n3);
+    if (count == 0 || first > n1 || count > n1 - first)
+        throw std::invalid_argument("SPIRiT: readout positions [" + std::to_string(first) + ", " +
+                                    std::to_string(first + count) + ") are outside a volume of " + std::to_string(n1));
+    if (first == 0 && count == n1) return spirit_image_kernels(be, k, n1, n2, n3);
+    const size_t kw = size_t(k.settings.kernel), nc = k.coils;
+    const float root_n = float(std::sqrt(double(n1) * double(n2) * double(n3)));
+    // The readout first, on the kernels' support only: [n1, k, k, C, C], then the slab's rows of it.
+    CArray along = be.empty({n1, kw, kw, nc, nc});
+    be.crop_pad_centred(be.to_device(convolution_filters_3d(k, root_n)), along);
+    be.fft(along, along, 0b001u, FFTDirection::Inverse);
+    const CArray all = be.to_host(along);
+    CArray rows = CArray::host({count, kw, kw, nc, nc});
+    const size_t lines = kw * kw * nc * nc;
+    for (size_t l = 0; l < lines; ++l)
+        std::copy(all.data() + l * n1 + first, all.data() + l * n1 + first + count, rows.data() + l * count);
+    CArray out = be.empty({count, n2, n3, nc, nc});
+    to_image_space(be, be.to_device(rows), out, 0b110u);
+    return out;
+}
+
+SpiritKernels spirit_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
+                                size_t e2_hi, size_t most, const SpiritSettings& s) {
     check(s);
     const Shape& sh = kspace.shape();
     if (sh.rank() != 4 || sh[2] < 2)
@@ -247,7 +293,14 @@ CArray spirit_image_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, 
     } else {
         block = calibration_block_3d(be.to_host(kspace), e1_lo, e1_hi, e2_lo, e2_hi, cx, cy, cz);
     }
-    return spirit_image_kernels(be, spirit_kernels(be, block, s), sh[0], sh[1], sh[2]);
+    return spirit_kernels(be, block, s);
+}
+
+CArray spirit_image_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
+                               size_t e2_hi, size_t most, const SpiritSettings& s) {
+    const Shape& sh = kspace.shape();
+    return spirit_image_kernels(be, spirit_kernels_3d(be, kspace, e1_lo, e1_hi, e2_lo, e2_hi, most, s), sh[0], sh[1],
+                                sh[2]);
 }
 
 }  // namespace larmor::coils

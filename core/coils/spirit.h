@@ -72,12 +72,25 @@ CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size
 // The same for 3D kernels on a volume [n1, n2, n3]: [n1, n2, n3, C_source, C_target].
 CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3);
 
+// The same for the readout positions [first, first + count) only: rows first .. first + count - 1 of
+// spirit_image_kernels(be, k, n1, n2, n3), [count, n2, n3, C_source, C_target]. The kernel's inverse FFT
+// is separable, so the readout axis is transformed on the small [n1, k, k] support first and only the
+// slab's rows are carried on: a device holding a slab of a volume split across devices (core/recon/
+// l1_spirit_slabs.h) builds its own part of G and never the whole (C^2 voxels: 34 GB at 32 coils for
+// 256 x 256 x 64). Throws std::invalid_argument when the slab leaves the volume.
+CArray spirit_image_kernels(Backend& be, const SpiritKernels& k, size_t n1, size_t n2, size_t n3, size_t first,
+                            size_t count);
+
 // 3D Cartesian k-space [RO, E1, E2, C] (on the backend) whose lines [e1_lo, e1_hi) x [e2_lo, e2_hi) are
 // fully sampled: k x k x k kernels fitted on the 3D calibration block (at most `most` samples per axis,
-// centred on the readout's middle) and their image-space matrices, g [RO, E1, E2, C_source, C_target] on
-// the backend. In image space the 3D kernel's inverse FFT along the readout is each readout position's
-// own 2D kernel, so g is also the per-slice operator of a scan whose readout has been transformed
-// (Murphy et al. 2012, Section III.A: decoupled 2D problems), which core/recon/l1_spirit.h solves.
+// centred on the readout's middle).
+SpiritKernels spirit_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
+                                size_t e2_hi, size_t most, const SpiritSettings& s);
+
+// spirit_kernels_3d's kernels as image-space matrices, g [RO, E1, E2, C_source, C_target] on the backend.
+// In image space the 3D kernel's inverse FFT along the readout is each readout position's own 2D
+// kernel, so g is also the per-slice operator of a scan whose readout has been transformed (Murphy et
+// al. 2012, Section III.A: decoupled 2D problems), which core/recon/l1_spirit.h solves.
 CArray spirit_image_kernels_3d(Backend& be, const CArray& kspace, size_t e1_lo, size_t e1_hi, size_t e2_lo,
                                size_t e2_hi, size_t most, const SpiritSettings& s);
 

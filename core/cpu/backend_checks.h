@@ -72,6 +72,23 @@ inline void check_rows(const CArray& dst, size_t row_len, size_t rows, size_t of
                                     dst.shape().str());
 }
 
+// copy_rows: both ends inside their arrays, rows not overlapping, src and dst not the same storage.
+inline void check_copy_rows(const CArray& src, size_t src_offset, size_t src_pitch, const CArray& dst,
+                            size_t dst_offset, size_t dst_pitch, size_t row_len, size_t rows) {
+    if (rows == 0 || row_len == 0) return;
+    if (rows > 1 && src_pitch < row_len)
+        throw std::invalid_argument("copy_rows: rows of " + std::to_string(row_len) +
+                                    " elements overlap at a source pitch of " + std::to_string(src_pitch));
+    const size_t src_end = src_offset + (rows - 1) * src_pitch + row_len;
+    if (src_end > src.size())
+        throw std::invalid_argument("copy_rows: " + std::to_string(rows) + " rows of " + std::to_string(row_len) +
+                                    " from offset " + std::to_string(src_offset) + " (pitch " + std::to_string(src_pitch) +
+                                    ") end at element " + std::to_string(src_end) + ", past src " + src.shape().str());
+    check_rows(dst, row_len, rows, dst_offset, dst_pitch, "copy_rows");
+    if (src.data() == dst.data() || (src.data() < dst.data() + dst.size() && dst.data() < src.data() + src.size()))
+        throw std::invalid_argument("copy_rows: src " + src.shape().str() + " and dst " + dst.shape().str() + " overlap");
+}
+
 }  // namespace larmor::detail
 
 // ---- BLAS-1 and pointwise primitives (core/backend.h: the aliasing contract of core/array.h).

@@ -139,6 +139,18 @@ public:
             std::copy(src + i * src_pitch, src + i * src_pitch + row_len, dst.data() + dst_offset + i * dst_pitch);
     }
 
+    void copy_rows(const CArray& src, size_t src_offset, size_t src_pitch, CArray& dst, size_t dst_offset,
+                   size_t dst_pitch, size_t row_len, size_t rows) override {
+        detail::check_device(src, Device::Cpu, "copy_rows", "src");
+        detail::check_device(dst, Device::Cpu, "copy_rows", "dst");
+        detail::check_copy_rows(src, src_offset, src_pitch, dst, dst_offset, dst_pitch, row_len, rows);
+        const cfloat* from = src.data() + src_offset;
+        cfloat* to = dst.data() + dst_offset;
+#pragma omp parallel for schedule(static) num_threads(threads_)
+        for (long long i = 0; i < static_cast<long long>(rows); ++i)
+            std::copy(from + size_t(i) * src_pitch, from + size_t(i) * src_pitch + row_len, to + size_t(i) * dst_pitch);
+    }
+
     void fft(const CArray& x, CArray& y, AxisMask axes, FFTDirection dir) override {
         check(x, "fft", "x");
         check(y, "fft", "y");

@@ -50,6 +50,7 @@ void Pocs::update() {
 }
 
 void Pocs::absorb(const std::vector<cfloat>& v) const {
+    changes_.push_back(Change{std::real(v[0]), std::real(v[1])});
     residuals_.push_back(std::real(v[1]) > 0 ? std::sqrt(std::real(v[0]) / std::real(v[1])) : 0.0);
     if (tolerance_ > 0 && residuals_.back() <= tolerance_) converged_ = true;
 }

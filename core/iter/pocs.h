@@ -28,6 +28,14 @@ public:
 
     // ||x_k - x_{k-1}|| / ||x_k|| per iteration (entry 0 is 1: the start); waits for the last one.
     const std::vector<double>& residuals() const;
+    // ||x_k - x_{k-1}||^2 and ||x_k||^2 of iterations 1, 2, ... as far as they have reached the host
+    // (without waiting; wait_all() waits for the last): a solver split into parts (core/recon/
+    // l1_spirit_slabs.h) adds them up into the change of the whole.
+    struct Change {
+        double change2 = 0, size2 = 0;
+    };
+    const std::vector<Change>& changes() const { return changes_; }
+    void wait_all() const { residuals(); }
     const CArray& x() const { return x_; }
     // Step i alone on x (benchmarks time each step of an iteration).
     void apply_step(size_t i) { steps_.at(i)->apply(1.f, x_, x_); }
@@ -44,6 +52,7 @@ private:
     void absorb(const std::vector<cfloat>& v) const;
     mutable std::unique_ptr<Backend::PendingRead> pending_;
     mutable std::vector<double> residuals_{1.0};
+    mutable std::vector<Change> changes_;
     mutable bool converged_ = false;
 };
 

@@ -11,22 +11,37 @@ namespace {
 
 class WaveletThreshold final : public Prox {
 public:
-    WaveletThreshold(std::shared_ptr<Backend> be, const WaveletGeometry& g, float lambda, size_t joint)
-        : Prox(be, g.shape), g_(g), lambda_(lambda), joint_(joint), c_(be->empty(g.shape)) {}
+    WaveletThreshold(std::shared_ptr<Backend> be, const WaveletGeometry& g, float lambda, size_t joint, bool spin,
+                     uint64_t seed)
+        : Prox(be, g.shape), g_(g), lambda_(lambda), joint_(joint), spin_(spin), state_(seed), c_(be->empty(g.shape)) {}
 
     // Three sweeps of the data and no copy: W into the workspace, the shrinkage into out, W^H in place.
     void apply(float step, const CArray& x, CArray& out) override {
         check(x, out, "wavelet_threshold_prox");
-        wavelet_forward(backend(), g_, x, c_);
+        WaveletShift shift{};
+        if (spin_)
+            for (int a = 0; a < g_.shape.rank(); ++a)
+                if (g_.axes & (1u << a)) shift[size_t(a)] = size_t(next() % g_.shape[a]);
+        wavelet_forward(backend(), g_, x, c_, shift);
         wavelet_soft_threshold(backend(), g_, step * lambda_, joint_, c_, out);
-        wavelet_inverse_in_place(backend(), g_, out);
+        wavelet_inverse_in_place(backend(), g_, out, shift);
     }
 
 private:
     WaveletGeometry g_;
     float lambda_;
     size_t joint_;
+    bool spin_;
+    uint64_t state_;
     CArray c_;
+    // SplitMix64 (Steele et al., OOPSLA 2014): the same sequence on every platform, unlike std:: engines'
+    // distributions.
+    uint64_t next() {
+        uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
 };
 
 // The trailing axes whose product is `joint`, checked to be untouched by the wavelet.
@@ -58,12 +73,12 @@ void wavelet_soft_threshold(Backend& backend, const WaveletGeometry& geometry, f
 }
 
 std::unique_ptr<Prox> wavelet_threshold_prox(std::shared_ptr<Backend> backend, const WaveletGeometry& geometry,
-                                             float lambda, size_t joint) {
+                                             float lambda, size_t joint, bool cycle_spinning, uint64_t seed) {
     if (!backend) throw std::invalid_argument("wavelet_threshold_prox: null backend");
     if (!(lambda >= 0.f))
         throw std::invalid_argument("wavelet_threshold_prox: lambda " + std::to_string(lambda) + " < 0");
     check_joint(geometry, joint);
-    return std::make_unique<WaveletThreshold>(std::move(backend), geometry, lambda, joint);
+    return std::make_unique<WaveletThreshold>(std::move(backend), geometry, lambda, joint, cycle_spinning, seed);
 }
 
 }  // namespace larmor

@@ -4,6 +4,7 @@
 // l1-SPIRiT, Murphy et al. 2012, Eq. 3: one shrinkage for all coil images, so they share their
 // support; joint = 1: the l1 norm of l1-wavelet SENSE). Exact because W is orthogonal. The low band
 // after the last level is left unshrunk: it holds the image's smooth content, not its sparse detail.
+#include <cstdint>
 #include <memory>
 
 #include "core/iter/prox.h"
@@ -12,8 +13,12 @@
 namespace larmor {
 
 // joint must be the product of geometry.shape's trailing axes that the wavelet does not transform.
+// cycle_spinning: each apply() thresholds in the basis shifted by a new pseudo-random offset along every
+// transformed axis (WaveletShift), out = R^H W^H S(W R x); the offsets come from a generator seeded
+// with `seed`, so two proxes of one seed (a volume's slabs, the CPU and CUDA runs) shift alike.
 std::unique_ptr<Prox> wavelet_threshold_prox(std::shared_ptr<Backend> backend, const WaveletGeometry& geometry,
-                                             float lambda, size_t joint);
+                                             float lambda, size_t joint, bool cycle_spinning = false,
+                                             uint64_t seed = 1);
 
 // The threshold alone (no transform): out = S(c) for wavelet coefficients c of geometry.shape; the
 // low band is copied. The prox's middle step, exposed for the benchmarks and tests.

@@ -9,11 +9,11 @@
 namespace larmor {
 namespace {
 
-void pass(Backend& be, const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse) {
+void pass(Backend& be, const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse, size_t shift) {
     if (be.device() == Device::Cpu)
-        cpu::wavelet_pass(src, dst, block, axis, inverse);
+        cpu::wavelet_pass(src, dst, block, axis, inverse, shift);
     else
-        cuda::wavelet_pass(be, src, dst, block, axis, inverse);
+        cuda::wavelet_pass(be, src, dst, block, axis, inverse, shift);
 }
 
 class Wavelet final : public LinearOperator {
@@ -37,25 +37,30 @@ private:
 }  // namespace
 
 // Level by level from the finest; each level one pass per axis (the separable product). Level 0's
-// block is the whole array, so its first pass can read x and write c: no copy first.
-void wavelet_forward(Backend& backend, const WaveletGeometry& g, const CArray& x, CArray& c) {
+// block is the whole array, so its first pass can read x and write c: no copy first. A shift R = R_a R_b
+// commutes with the passes along the other axes (a pass along a treats every line alike, a shift
+// along b only permutes lines), so W_0 R = P_b R_b P_a R_a: each level-0 pass reads its own axis's
+// lines turned, and an axis that level 0 leaves alone (odd length) is not transformed anywhere.
+void wavelet_forward(Backend& backend, const WaveletGeometry& g, const CArray& x, CArray& c,
+                     const WaveletShift& shift) {
     bool first = true;
     for (int l = 0; l < g.levels(); ++l)
         for (int a = 0; a < g.shape.rank(); ++a)
             if (g.level_axes[size_t(l)] & (1u << a)) {
-                pass(backend, first ? x : c, c, g.blocks[size_t(l)], a, false);
+                pass(backend, first ? x : c, c, g.blocks[size_t(l)], a, false, l == 0 ? shift[size_t(a)] : 0);
                 first = false;
             }
 }
 
-// The inverse undoes the passes in reverse order.
-void wavelet_inverse_in_place(Backend& backend, const WaveletGeometry& g, CArray& x) {
+// The inverse undoes the passes in reverse order, level 0's writing its lines turned back.
+void wavelet_inverse_in_place(Backend& backend, const WaveletGeometry& g, CArray& x, const WaveletShift& shift) {
     for (int l = g.levels() - 1; l >= 0; --l)
         for (int a = g.shape.rank() - 1; a >= 0; --a)
-            if (g.level_axes[size_t(l)] & (1u << a)) pass(backend, x, x, g.blocks[size_t(l)], a, true);
+            if (g.level_axes[size_t(l)] & (1u << a))
+                pass(backend, x, x, g.blocks[size_t(l)], a, true, l == 0 ? shift[size_t(a)] : 0);
 }
 
-WaveletGeometry wavelet_geometry(const Shape& shape, AxisMask axes, int levels) {
+WaveletGeometry wavelet_geometry(const Shape& shape, AxisMask axes, int levels, size_t coarsest) {
     WaveletGeometry g;
     g.shape = shape;
     g.axes = axes;
@@ -71,7 +76,9 @@ WaveletGeometry wavelet_geometry(const Shape& shape, AxisMask axes, int levels) 
     while (levels < 0 || g.levels() < levels) {
         AxisMask now = 0;
         for (int a = 0; a < shape.rank(); ++a)
-            if ((axes & (1u << a)) && block[a] % 2 == 0 && block[a] >= WaveletGeometry::kMinLength) now |= 1u << a;
+            if ((axes & (1u << a)) && block[a] % 2 == 0 && block[a] >= WaveletGeometry::kMinLength &&
+                (levels > 0 || g.levels() == 0 || block[a] / 2 >= coarsest))  // a small image keeps one level
+                now |= 1u << a;
         if (now == 0) break;
         g.blocks.push_back(block);
         g.level_axes.push_back(now);

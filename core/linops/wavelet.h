@@ -7,6 +7,7 @@
 // array's shape in Mallat's packing: after each level the low band of every transformed axis sits in
 // the first half of that axis and the next level transforms only that block. Axes not transformed
 // (coils, an unencoded slice axis) are batched.
+#include <array>
 #include <vector>
 
 #include "core/linops/linop.h"
@@ -29,9 +30,21 @@ struct WaveletGeometry {
     // Elements of the low band are not thresholded (they carry the image's smooth content).
 };
 
-// levels < 0: as many as the shape allows. Throws std::invalid_argument naming the shape and axis
-// when an axis is not one of shape's, longer than kMaxLength, or no level is possible.
-WaveletGeometry wavelet_geometry(const Shape& shape, AxisMask axes, int levels = -1);
+// levels < 0: as many as the shape allows, an axis stopping once halving it would leave fewer than
+// `coarsest` samples (after the first level, which every axis that can takes) (2: down to the kernel's minimum; the reconstructions use kDefaultCoarsest, a
+// low band of about 16 samples per axis as BART's wavelet keeps). Throws std::invalid_argument naming
+// the shape and axis when an axis is not one of shape's, longer than kMaxLength, or no level is possible.
+WaveletGeometry wavelet_geometry(const Shape& shape, AxisMask axes, int levels = -1, size_t coarsest = 2);
+
+// The low band the reconstructions stop at when no level count is given: on 256^2 Poisson-disc
+// phantoms four levels (256 -> 16) beat seven by 18 % in NRMSE (bench/RESULTS.md, BART comparison).
+constexpr size_t kDefaultCoarsest = 16;
+
+// A circular shift of the transformed axes' samples before the transform (cycle spinning, Coifman and
+// Donoho 1995): W R with (R x)_i = x_(i + shift) mod n along each axis. Thresholding in a randomly shifted
+// basis every iteration removes the blocking a fixed dyadic grid leaves (BART's pics does the same
+// unless -n). Entries of axes not transformed are ignored.
+using WaveletShift = std::array<size_t, Shape::kMaxRank>;
 
 // W: shape -> shape (coefficients), adjoint = inverse.
 LinOp wavelet(std::shared_ptr<Backend> backend, const WaveletGeometry& geometry);
@@ -39,7 +52,11 @@ LinOp wavelet(std::shared_ptr<Backend> backend, const WaveletGeometry& geometry)
 // The transform without an operator: c = W x (x and c of geometry.shape, no overlap; the first pass
 // reads x, so no copy), and x <- W^H x in place. The wavelet threshold's prox composes these with the
 // shrinkage writing straight into its output, saving the copies a LinOp's out-of-place adjoint needs.
-void wavelet_forward(Backend& backend, const WaveletGeometry& geometry, const CArray& x, CArray& c);
-void wavelet_inverse_in_place(Backend& backend, const WaveletGeometry& geometry, CArray& x);
+// With a shift: c = W R x and x <- R^H W^H x; it costs nothing extra (the first level's passes read
+// or write their lines turned).
+void wavelet_forward(Backend& backend, const WaveletGeometry& geometry, const CArray& x, CArray& c,
+                     const WaveletShift& shift = {});
+void wavelet_inverse_in_place(Backend& backend, const WaveletGeometry& geometry, CArray& x,
+                              const WaveletShift& shift = {});
 
 }  // namespace larmor

@@ -57,7 +57,7 @@ void synthesise(const cfloat* in, cfloat* out, size_t m, size_t w, const Taps& t
 
 }  // namespace
 
-void wavelet_pass(const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse) {
+void wavelet_pass(const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse, size_t shift) {
     const Shape& shape = src.shape();
     const size_t m = block[axis], s = shape.stride(axis);
     const size_t w0 = axis == 0 ? 1 : std::min(block[0], kTileWidth);
@@ -81,12 +81,14 @@ void wavelet_pass(const CArray& src, CArray& dst, const Shape& block, int axis, 
             size_t base = c0;
             for (size_t k = 0; k < ext.size(); ++k) base += (rest % ext[k]) * str[k], rest /= ext[k];
             const size_t w = axis == 0 ? 1 : std::min(w0, block[0] - c0);
-            for (size_t i = 0; i < m; ++i) std::copy_n(from + base + i * s, w, in.data() + i * w);
+            // The whole tile is read before any of it is written, so the pass may run in place.
+            const size_t read_shift = inverse ? 0 : shift, write_shift = inverse ? shift : 0;
+            for (size_t i = 0; i < m; ++i) std::copy_n(from + base + ((i + read_shift) % m) * s, w, in.data() + i * w);
             if (inverse)
                 synthesise(in.data(), out.data(), m, w, taps);
             else
                 analyse(in.data(), out.data(), m, w, taps);
-            for (size_t i = 0; i < m; ++i) std::copy_n(out.data() + i * w, w, to + base + i * s);
+            for (size_t i = 0; i < m; ++i) std::copy_n(out.data() + i * w, w, to + base + ((i + write_shift) % m) * s);
         }
     }
 }

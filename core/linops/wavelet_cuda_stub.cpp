@@ -5,7 +5,7 @@
 
 namespace larmor::cuda {
 
-void wavelet_pass(Backend&, const CArray&, CArray&, const Shape&, int, bool) { throw_no_cuda("wavelet_pass"); }
+void wavelet_pass(Backend&, const CArray&, CArray&, const Shape&, int, bool, size_t) { throw_no_cuda("wavelet_pass"); }
 void wavelet_threshold(Backend&, float, const CArray&, CArray&, size_t, const Shape&) {
     throw_no_cuda("wavelet_threshold");
 }

@@ -17,16 +17,19 @@ struct Daubechies4 {
 
 // One level along one axis: the lines of `block` along `axis` (length m, even) of src become
 // [m/2 low, m/2 high] (forward) or back (inverse) in dst. src and dst have one shape and are the same
-// array (in place) or do not overlap; elements of dst outside block are untouched.
+// array (in place) or do not overlap; elements of dst outside block are untouched. shift (0 <= shift < m)
+// turns the line circularly: a forward pass reads element (i + shift) mod m as its element i, an
+// inverse pass writes its element i to (i + shift) mod m, so the inverse undoes the forward.
 // Soft thresholding jointly over the trailing axes (x seen as [n, joint], as Backend::soft_threshold)
 // that leaves the low band `coarse` (a block of x's leading axes) as it is.
 namespace cpu {
-void wavelet_pass(const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse);
+void wavelet_pass(const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse, size_t shift = 0);
 void wavelet_threshold(float lambda, const CArray& x, CArray& out, size_t joint, const Shape& coarse);
 }  // namespace cpu
 
 namespace cuda {
-void wavelet_pass(Backend& be, const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse);
+void wavelet_pass(Backend& be, const CArray& src, CArray& dst, const Shape& block, int axis, bool inverse,
+                  size_t shift = 0);
 void wavelet_threshold(Backend& be, float lambda, const CArray& x, CArray& out, size_t joint, const Shape& coarse);
 }  // namespace cuda
 

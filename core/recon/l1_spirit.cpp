@@ -35,15 +35,16 @@ L1Spirit l1_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const
 
     L1Spirit p;
     const AxisMask axes = sp.kspace_axes;
-    p.wavelet = wavelet_geometry(s, axes, settings.levels);
+    p.wavelet = wavelet_geometry(s, axes, settings.levels, kDefaultCoarsest);
     const LinOp fft = fft_op(backend, s, axes);
     p.images = backend->empty(s);
     fft->adjoint(kspace, p.images);
-    p.threshold = relative_threshold(*backend, p.images, ro * e1 * e2, settings.lambda);
+    p.threshold = settings.threshold >= 0.f ? settings.threshold
+                                            : relative_threshold(*backend, p.images, ro * e1 * e2, settings.lambda);
 
     std::vector<std::unique_ptr<Prox>> steps;
     steps.push_back(linear_step(spirit_g(backend, g.reshaped({ro, e1, e2, nc, nc}))));
-    steps.push_back(wavelet_threshold_prox(backend, p.wavelet, p.threshold, nc));
+    steps.push_back(wavelet_threshold_prox(backend, p.wavelet, p.threshold, nc, settings.cycle_spinning));
     steps.push_back(in_basis(fft, data_consistency_projection(backend, mask, kspace)));
     p.solver = std::make_unique<Pocs>(std::move(steps), p.images, settings.iterations, settings.track_residuals,
                                       settings.tolerance);

@@ -15,11 +15,15 @@
 namespace larmor {
 
 struct L1SpiritSettings {
-    float lambda = 0.01f;  // relative threshold (above); tests/core_l1_recon_test.cpp measured it
+    float lambda = 0.02f;  // relative threshold (above); tests/core_l1_recon_test.cpp measured it
     int iterations = 50;
-    int levels = -1;       // wavelet levels (< 0: as many as fit)
+    int levels = -1;       // wavelet levels (< 0: down to a low band of kDefaultCoarsest, core/linops/wavelet.h)
+    bool cycle_spinning = true;  // a new random shift of the wavelet basis every iteration (BART's default)
     bool track_residuals = true;
     double tolerance = 0.0;  // stop on the relative change (core/iter/pocs.h); 0: run every iteration
+    // >= 0: the absolute threshold to apply instead of lambda's (a slab of a split volume takes the
+    // whole volume's, core/recon/l1_spirit_slabs.h).
+    float threshold = -1.f;
 };
 
 struct L1Spirit {

@@ -31,7 +31,7 @@ L1WaveletSense l1_wavelet_sense(std::shared_ptr<Backend> backend, const CArray& 
 
     L1WaveletSense p;
     p.encoding = compose(sampled_fft(backend, s, axes, mask), sense(backend, maps));
-    p.wavelet = wavelet_geometry(image, axes, settings.levels);
+    p.wavelet = wavelet_geometry(image, axes, settings.levels, kDefaultCoarsest);
     CArray aty = backend->empty(image);
     p.encoding->adjoint(kspace, aty);
     CArray n = backend->zeros({1});
@@ -44,7 +44,7 @@ L1WaveletSense l1_wavelet_sense(std::shared_ptr<Backend> backend, const CArray& 
     p.image = backend->zeros(image);
     FistaOptions o;
     o.max_iterations = settings.iterations;
-    p.solver = std::make_unique<Fista>(p.encoding, aty, wavelet_threshold_prox(backend, p.wavelet, p.threshold, 1),
+    p.solver = std::make_unique<Fista>(p.encoding, aty, wavelet_threshold_prox(backend, p.wavelet, p.threshold, 1, settings.cycle_spinning),
                                        p.image, 1.f / p.lipschitz, o);
     return p;
 }

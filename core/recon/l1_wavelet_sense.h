@@ -13,10 +13,11 @@
 namespace larmor {
 
 struct L1WaveletSenseSettings {
-    float lambda = 0.005f;  // relative (above); tests/core_l1_recon_test.cpp measured it
+    float lambda = 0.01f;   // relative (above); tests/core_l1_recon_test.cpp measured it
     int iterations = 50;
-    int levels = -1;           // wavelet levels (< 0: as many as fit)
+    int levels = -1;           // wavelet levels (< 0: down to a low band of kDefaultCoarsest, core/linops/wavelet.h)
     int power_iterations = 20;
+    bool cycle_spinning = true;  // a new random shift of the wavelet basis every iteration (BART's default)
 };
 
 struct L1WaveletSense {

@@ -25,10 +25,11 @@ std::vector<std::unique_ptr<Gadget>> rss_chain(bool keep_acs) {
 }
 
 ChainOutput run_dataset(std::vector<std::unique_ptr<Gadget>> chain, const Dataset& ds, std::shared_ptr<Backend> be,
-                        const std::string& chain_name) {
+                        const std::string& chain_name, std::vector<std::shared_ptr<Backend>> peers) {
     std::vector<Message> in(ds.acquisitions.begin(), ds.acquisitions.end());
     SessionContext ctx = make_session(ds.header_xml, std::move(be));
     ctx.chain_name = chain_name;
+    ctx.peers = std::move(peers);
     ChainOutput out;
     for (Message& m : run_chain(std::move(chain), ctx, in)) {
         if (auto* im = std::get_if<Image>(&m)) out.images.push_back(std::move(*im));

@@ -23,8 +23,9 @@ struct ChainOutput {
     std::vector<std::string> texts;
 };
 
-// Every acquisition of `ds` through `chain` on `be` in a session named `chain_name`.
+// Every acquisition of `ds` through `chain` on `be` in a session named `chain_name`; `peers` are the
+// session's backends on further devices (SessionContext::peers), to force a device count.
 ChainOutput run_dataset(std::vector<std::unique_ptr<Gadget>> chain, const Dataset& ds, std::shared_ptr<Backend> be,
-                        const std::string& chain_name);
+                        const std::string& chain_name, std::vector<std::shared_ptr<Backend>> peers = {});
 
 }  // namespace larmor::test
