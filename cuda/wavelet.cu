@@ -19,6 +19,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kSharedBytes = 96 * 1024;  // opted in above the 48 KiB default (wavelet_pass)
 constexpr int kMaxLines = 32;
+constexpr int kOccupancyBytes = 36 * 1024;  // a block's staging above this cuts the blocks per SM
 
 __constant__ float c_h[4] = {float(Daubechies4::h[0]), float(Daubechies4::h[1]), float(Daubechies4::h[2]),
                              float(Daubechies4::h[3])};
@@ -33,7 +34,8 @@ struct Lines {
     long long total = 0;                      // lines
     int m = 0;                                // line length (<= WaveletGeometry's kMaxLength)
     long long s = 0;                          // element stride along the line
-    int per_block = 1;                        // W
+    int per_block = 1;                        // W, a power of two
+    int per_block_log2 = 0;
     bool along_x = false;
 };
 
@@ -59,10 +61,10 @@ __device__ __forceinline__ long long line_base(const Lines& l, long long line) {
 __device__ __forceinline__ void split(const Lines& l, int t, int& w, int& i) {
     if (l.along_x) {
         w = t / l.m;
-        i = t % l.m;
-    } else {
-        w = t % l.per_block;
-        i = t / l.per_block;
+        i = t - w * l.m;
+    } else {  // shifts: an integer division per element cost as much as the memory traffic
+        w = t & (l.per_block - 1);
+        i = t >> l.per_block_log2;
     }
 }
 
@@ -95,13 +97,13 @@ __global__ void pass_kernel(const float2* src, float2* dst, Lines l, bool invers
             const float* f = i < half ? c_h : c_g;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                const float2 v = in[(2 * j + k) % l.m];
+                const float2 v = in[turn(2 * j + k, l.m)];  // 2j + k <= m + 1
                 acc.x += f[k] * v.x;
                 acc.y += f[k] * v.y;
             }
         } else {
-            for (int k = i % 2; k < 4; k += 2) {
-                const int j = ((i + l.m - k) / 2) % half;
+            for (int k = i & 1; k < 4; k += 2) {
+                const int j = turn((i + l.m - k) >> 1, half);  // (i + m - k) / 2 < m
                 const float2 lo = in[j], hi = in[half + j];
                 acc.x += c_h[k] * lo.x + c_g[k] * hi.x;
                 acc.y += c_h[k] * lo.y + c_g[k] * hi.y;
@@ -154,9 +156,16 @@ void wavelet_pass(Backend& be, const CArray& src, CArray& dst, const Shape& bloc
     const long long line_bytes = (static_cast<long long>(l.m) + 1) * static_cast<long long>(sizeof(float2));
     long long fit = kMaxLines;  // a power of two, so rows along x stay aligned
     while (fit > 1 && fit * line_bytes > kSharedBytes) fit /= 2;
+    // Long lines: fewer per block (down to 16, 128-byte rows) so that several blocks share an SM; at
+    // 32 lines of 256 a block took 66 KB and three fitted, too few loads in flight to fill HBM.
+    while (fit > 16 && fit * line_bytes > kOccupancyBytes) fit /= 2;
     if (fit * line_bytes > kSharedBytes)
         throw std::invalid_argument("wavelet_pass: line of " + std::to_string(l.m) + " elements exceeds shared memory");
-    l.per_block = static_cast<int>(std::min<long long>(fit, l.total));
+    l.per_block = 1;
+    while (l.per_block * 2 <= std::min<long long>(fit, l.total)) {
+        l.per_block *= 2;
+        ++l.per_block_log2;
+    }
     if (l.total == 0) return;
     DeviceGuard guard(backend_device(be));
     const long long blocks = (l.total + l.per_block - 1) / l.per_block;
