@@ -2,11 +2,13 @@
 // with BART's `pics -l1` (the Debian `bart` binary, run as a program) on the same data, the same
 // coil maps, the same machine and in the same run.
 //
-// The problem is tests/core_l1_recon_test.cpp's at 256 x 256: larmor-phantom's analytic phantom,
+// Two problems. 2D: tests/core_l1_recon_test.cpp's at 256 x 256: larmor-phantom's analytic phantom,
 // 8 coils, a variable-density Poisson-disc mask over the image plane (larmor-phantom's pattern of a
 // (ky, kz) plane, one slice of a 3D scan whose readout has been transformed) with a 24 x 24
-// calibration block, at R = 4 (accel 2 x 2) and R = 6 (2 x 3), complex Gaussian noise of 10 % of the
-// k-space RMS on every sample. Truth: the root sum of squares of the noiseless fully sampled coil
+// calibration block. 3D: larmor-phantom's 3D phantom, 64 x 64 x 32, 8 coils, its Poisson disc over
+// (ky, kz) with a 16 x 16 calibration block, every readout sampled; both tools then transform and
+// threshold over all three axes. Each at R = 4 (accel 2 x 2) and R = 6 (2 x 3), with complex Gaussian
+// noise of 10 % of the k-space RMS on every sample. Truth: the root sum of squares of the noiseless fully sampled coil
 // images. Both tools get Larmor's ESPIRiT maps (default EspiritSettings, computed once per case) and
 // solve
 //     x = argmin 1/2 ||M F S x - y||^2 + lambda ||W x||_1
@@ -17,11 +19,12 @@
 //     threshold r times the step;
 //   * --wavelet dau2: Daubechies with two vanishing moments, the four-tap filter of Larmor's W, but
 //     BART's transform extends the signal symmetrically at the edges (a slightly redundant frame,
-//     bands of (n + 3) / 2), stops once a band is below 16 (Larmor: at 2 or 3), and soft-thresholds
-//     every band, the coarse one included (Larmor leaves the low band unshrunk);
+//     bands of (n + 3) / 2), stops once a band is below 16 (Larmor: before a band would drop below 16),
+//     and soft-thresholds every band, the coarse one included (Larmor leaves the low band unshrunk);
 //   * -n: no random cycle spinning. BART by default shifts the wavelet grid by a random offset every
-//     iteration, which averages the blocking of a fixed grid away; Larmor's grid is fixed, so the
-//     like-for-like columns use -n and a second BART column shows BART's default;
+//     iteration, which averages the blocking of a fixed grid away; Larmor does the same by default, so
+//     the fixed-basis columns (BART -n, Larmor fixed_wavelet) and the shifted ones (BART's default,
+//     Larmor as it ships) pair up;
 //   * -e: step 0.95 / (largest eigenvalue of E^H E by 30 power iterations); Larmor's is
 //     1 / (1.01 x its 20-iteration power method), so both take the step from the measured Lipschitz
 //     constant (with ESPIRiT maps it is close to 1 and -e changes little);
@@ -90,6 +93,8 @@ using larmor::bench::shell;
 using larmor::bench::write_cfl;
 
 constexpr size_t kN = 256, kCoils = 8, kAcs = 24;
+// The 3D problem: RO x E1 x E2 and its calibration block.
+constexpr size_t kVx = 64, kVy = 64, kVz = 32, kVolumeAcs = 16;
 constexpr int kIterations = 50;
 constexpr double kNoise = 0.1;  // of the k-space RMS, as tests/core_l1_recon_test.cpp
 // Larmor's relative lambda around its default 0.01 (the test's sweep range); BART's -r under -w s
@@ -105,8 +110,9 @@ constexpr float kTimedLambda = 0.01f;
 
 struct Case {
     int accel_y, accel_z;
+    bool volume;  // the 3D problem
 };
-const std::vector<Case> kCases{{2, 2}, {2, 3}};
+const std::vector<Case> kCases{{2, 2, false}, {2, 3, false}, {2, 2, true}, {2, 3, true}};
 
 struct Options {
     int runs = 3;
@@ -141,11 +147,64 @@ Options parse(int argc, char** argv) {
 }
 
 struct Data {
-    CArray full;     // noiseless, host [N, N, 1, C]
-    CArray sampled;  // noisy and masked, host [N, N, 1, C]
-    RArray mask;     // host [N, N, 1]
+    larmor::Shape image;  // [N, N, 1] or [X, Y, Z]
+    bool volume = false;
+    CArray full;     // noiseless, host [image, C]
+    CArray sampled;  // noisy and masked, host [image, C]
+    RArray mask;     // host [image]
     double rate = 0; // sampled fraction
 };
+
+// Complex Gaussian noise of kNoise times the k-space RMS on every sampled sample (the test's stream).
+void add_noise(Data& d) {
+    double e = 0;
+    for (size_t i = 0; i < d.full.size(); ++i) e += std::norm(d.full.data()[i]);
+    const float sigma = float(kNoise * std::sqrt(e / double(d.full.size())));
+    std::mt19937 rng(17);
+    std::normal_distribution<float> gauss(0.f, sigma / std::sqrt(2.f));
+    d.sampled = CArray::host(d.full.shape());
+    const size_t n = d.mask.size();
+    for (size_t i = 0; i < d.full.size(); ++i)
+        d.sampled.data()[i] = d.mask.data()[i % n] * (d.full.data()[i] + cfloat(gauss(rng), gauss(rng)));
+}
+
+// The 3D problem: larmor-phantom's volume and its own Poisson-disc pattern over (ky, kz).
+Data volume_data(int accel_y, int accel_z) {
+    larmor::phantom::PhantomSpec s;
+    s.dims = 3;
+    s.nx = int(kVx);
+    s.ny = int(kVy);
+    s.nz = int(kVz);
+    s.coils = int(kCoils);
+    s.fov_mm[0] = s.fov_mm[1] = 240.0;
+    s.fov_mm[2] = 120.0;
+    s.ro_oversampling = 1;
+    s.sampling = larmor::phantom::Sampling::poisson;
+    s.accel_y = accel_y;
+    s.accel_z = accel_z;
+    s.acs_lines = int(kVolumeAcs);
+    s.seed = 5;
+    const std::vector<std::complex<float>> k = larmor::phantom::Phantom(s).kspace_all();
+    Data d;
+    d.image = {kVx, kVy, kVz};
+    d.volume = true;
+    if (k.size() != d.image.size() * kCoils)
+        throw std::runtime_error("3D phantom k-space has " + std::to_string(k.size()) + " samples, expected " +
+                                 std::to_string(d.image.size() * kCoils));
+    d.mask = RArray::host(d.image);
+    std::fill(d.mask.data(), d.mask.data() + d.mask.size(), 0.f);
+    size_t count = 0;
+    for (const larmor::phantom::PhaseEncode& e : larmor::phantom::sampling_pattern(s))
+        if (e.imaging || e.calibration) {
+            for (size_t x = 0; x < kVx; ++x) d.mask.data()[x + kVx * (size_t(e.e1) + kVy * size_t(e.e2))] = 1.f;
+            ++count;
+        }
+    d.rate = double(count) / double(kVy * kVz);
+    d.full = CArray::host({kVx, kVy, kVz, kCoils});
+    std::copy(k.begin(), k.end(), d.full.data());
+    add_noise(d);
+    return d;
+}
 
 // tests/core_l1_recon_test.cpp's poisson_data at N = 256: the same phantom geometry, pattern seed
 // and noise stream, so the two agree on what "R = 4" and "10 % noise" are.
@@ -171,6 +230,7 @@ Data poisson_data(int accel_y, int accel_z) {
     p.acs_lines = int(kAcs);
     p.seed = 5;
     Data d;
+    d.image = {kN, kN, 1};
     d.mask = RArray::host({kN, kN, 1});
     std::fill(d.mask.data(), d.mask.data() + d.mask.size(), 0.f);
     size_t count = 0;
@@ -180,20 +240,15 @@ Data poisson_data(int accel_y, int accel_z) {
 
     d.full = CArray::host({kN, kN, 1, kCoils});
     std::copy(k.begin(), k.end(), d.full.data());
-    double e = 0;
-    for (size_t i = 0; i < d.full.size(); ++i) e += std::norm(d.full.data()[i]);
-    const float sigma = float(kNoise * std::sqrt(e / double(d.full.size())));
-    std::mt19937 rng(17);
-    std::normal_distribution<float> gauss(0.f, sigma / std::sqrt(2.f));
-    d.sampled = CArray::host(d.full.shape());
-    for (size_t i = 0; i < d.full.size(); ++i)
-        d.sampled.data()[i] = d.mask.data()[i % (kN * kN)] * (d.full.data()[i] + cfloat(gauss(rng), gauss(rng)));
+    add_noise(d);
     return d;
 }
 
-// Root sum of squares over the coils of images [N, N, 1, C], or the magnitude of one image.
-std::vector<double> magnitude(const cfloat* x, size_t count) {
-    const size_t n = kN * kN, nc = count / n;
+Data case_data(const Case& c) { return c.volume ? volume_data(c.accel_y, c.accel_z) : poisson_data(c.accel_y, c.accel_z); }
+
+// Root sum of squares over the coils of images [voxels, C], or the magnitude of one image.
+std::vector<double> magnitude(const cfloat* x, size_t count, size_t n) {
+    const size_t nc = count / n;
     std::vector<double> out(n, 0.0);
     for (size_t c = 0; c < nc; ++c)
         for (size_t i = 0; i < n; ++i) out[i] += std::norm(std::complex<double>(x[i + n * c]));
@@ -201,11 +256,11 @@ std::vector<double> magnitude(const cfloat* x, size_t count) {
     return out;
 }
 
-std::vector<double> rss_of_kspace(larmor::Backend& cpu, const CArray& kspace) {
+std::vector<double> rss_of_kspace(larmor::Backend& cpu, const Data& d, const CArray& kspace) {
     CArray images = cpu.empty(kspace.shape());
-    cpu.fft(kspace, images, 0b011u, larmor::FFTDirection::Inverse);
+    cpu.fft(kspace, images, d.volume ? 0b111u : 0b011u, larmor::FFTDirection::Inverse);
     const CArray h = cpu.to_host(images);
-    return magnitude(h.data(), h.size());
+    return magnitude(h.data(), h.size(), d.image.size());
 }
 
 // ||a x - t|| / ||t|| with the real a = <x, t> / <x, x> that minimises it: both tools return the
@@ -219,8 +274,15 @@ double nrmse_scaled(const std::vector<double>& x, const std::vector<double>& t) 
     return tt > 0 ? std::sqrt(rr / tt) : 0.0;
 }
 
-// ESPIRiT on the central 24 x 24 block, the test's way: kernels, then maps on the full grid.
+// ESPIRiT on the central 24 x 24 block, the test's way: kernels, then maps on the full grid; 3D: the
+// chains' way, per readout position from the 16 x 16 block (coils::espirit_maps_3d).
 CArray compute_maps(larmor::Backend& cpu, const Data& d) {
+    if (d.volume) {
+        const size_t y0 = kVy / 2 - kVolumeAcs / 2, z0 = kVz / 2 - kVolumeAcs / 2;
+        return larmor::coils::espirit_maps_3d(cpu, d.sampled, y0, y0 + kVolumeAcs, z0, z0 + kVolumeAcs,
+                                              larmor::coils::EspiritSettings{})
+            .maps.reshaped({kVx, kVy, kVz, kCoils});
+    }
     const CArray block = larmor::coils::calibration_block(d.sampled, kN / 2 - kAcs / 2, kN / 2 + kAcs / 2, kAcs, kAcs);
     const larmor::coils::EspiritSettings es;
     const larmor::coils::EspiritMaps m =
@@ -305,18 +367,20 @@ Point best(const std::vector<Point>& v) {
 }
 
 Result bench(const Options& o, const Case& cs, const fs::path& root) {
-    const fs::path dir = root / ("accel" + std::to_string(cs.accel_y) + "x" + std::to_string(cs.accel_z));
+    const fs::path dir = root / ((cs.volume ? "3d_accel" : "accel") + std::to_string(cs.accel_y) + "x" +
+                                 std::to_string(cs.accel_z));
     fs::create_directory(dir);
     auto cpu = larmor::make_cpu_backend();
     Result r;
     r.c = cs;
-    const Data d = poisson_data(cs.accel_y, cs.accel_z);
+    const Data d = case_data(cs);
+    const size_t n = d.image.size();
     r.rate = d.rate;
-    const std::vector<double> truth = rss_of_kspace(*cpu, d.full);
-    r.zero_filled = nrmse_scaled(rss_of_kspace(*cpu, d.sampled), truth);
+    const std::vector<double> truth = rss_of_kspace(*cpu, d, d.full);
+    r.zero_filled = nrmse_scaled(rss_of_kspace(*cpu, d, d.sampled), truth);
 
     const CArray maps = compute_maps(*cpu, d);
-    CArray pattern = CArray::host({kN, kN});
+    CArray pattern = CArray::host(d.image);
     for (size_t i = 0; i < pattern.size(); ++i) pattern.data()[i] = cfloat(d.mask.data()[i], 0.f);
     write_cfl(dir / "kspace", d.sampled);
     write_cfl(dir / "sens", maps);
@@ -326,13 +390,13 @@ Result bench(const Options& o, const Case& cs, const fs::path& root) {
     for (float lambda : kLarmorLambdas) {
         const larmor::L1WaveletSense p = solve(cpu, d, maps, lambda);
         const CArray h = cpu->to_host(p.image);
-        larmor_images.push_back(magnitude(h.data(), h.size()));
+        larmor_images.push_back(magnitude(h.data(), h.size(), n));
         r.larmor.push_back({lambda, nrmse_scaled(larmor_images.back(), truth)});
         if (lambda > 0.f) r.scale = double(p.threshold) / double(lambda);  // the threshold is lambda x RMS(E^H y)
         if (o.keep) write_cfl(dir / ("larmor_" + lam(lambda)), h);
         const larmor::L1WaveletSense p4 = solve(cpu, d, maps, lambda, false);
         const CArray h4 = cpu->to_host(p4.image);
-        larmor4_images.push_back(magnitude(h4.data(), h4.size()));
+        larmor4_images.push_back(magnitude(h4.data(), h4.size(), n));
         r.larmor4.push_back({lambda, nrmse_scaled(larmor4_images.back(), truth)});
         if (o.keep) write_cfl(dir / ("larmor4_" + lam(lambda)), h4);
     }
@@ -344,7 +408,7 @@ Result bench(const Options& o, const Case& cs, const fs::path& root) {
         for (bool spin : {false, true}) {
             const std::string out = (spin ? "bart_spin_" : "bart_") + std::to_string(i);
             shell(pics_command(o, dir, lambda, kIterations, r.scale, spin, out));
-            const std::vector<double> image = magnitude(read_cfl(dir / out, kN * kN).data(), kN * kN);
+            const std::vector<double> image = magnitude(read_cfl(dir / out, n).data(), n, n);
             (spin ? r.bart_spin : r.bart).push_back({lambda, nrmse_scaled(image, truth)});
             if (spin) continue;
             for (size_t j = 0; j < kLarmorLambdas.size(); ++j)
@@ -399,7 +463,8 @@ std::string now_utc() {
 }
 
 std::string label(const Result& r) {
-    return "R=" + fixed(1.0 / r.rate, 2) + " (" + std::to_string(r.c.accel_y) + "x" + std::to_string(r.c.accel_z) + ")";
+    return std::string(r.c.volume ? "3D 64x64x32" : "2D 256x256") + " R=" + fixed(1.0 / r.rate, 2) + " (" +
+           std::to_string(r.c.accel_y) + "x" + std::to_string(r.c.accel_z) + ")";
 }
 
 // The NRMSE at `lambda` in v, or a dash where that tool's sweep has no such lambda.
@@ -435,7 +500,7 @@ int main(int argc, char** argv) try {
     const std::string policy = policy_env ? policy_env : "unset";
     std::vector<Result> results;
     for (const Case& c : kCases) {
-        std::cout << "accel " << c.accel_y << "x" << c.accel_z << " ...\n" << std::flush;
+        std::cout << (c.volume ? "3D " : "2D ") << "accel " << c.accel_y << "x" << c.accel_z << " ...\n" << std::flush;
         results.push_back(bench(o, c, tmp.path));
     }
 
@@ -444,8 +509,9 @@ int main(int argc, char** argv) try {
     std::sort(lambdas.begin(), lambdas.end());
     lambdas.erase(std::unique(lambdas.begin(), lambdas.end()), lambdas.end());
 
-    std::cout << "\nl1-wavelet SENSE " << kN << "x" << kN << ", " << kCoils << " coils, Poisson disc + " << kAcs << "x"
-              << kAcs << " ACS, noise " << kNoise * 100 << " % of the k-space RMS, Larmor ESPIRiT maps for both, "
+    std::cout << "\nl1-wavelet SENSE, 2D " << kN << "x" << kN << " with " << kAcs << "x" << kAcs << " ACS and 3D " << kVx
+              << "x" << kVy << "x" << kVz << " with " << kVolumeAcs << "x" << kVolumeAcs << " ACS, " << kCoils
+              << " coils, Poisson disc, noise " << kNoise * 100 << " % of the k-space RMS, Larmor ESPIRiT maps for both, "
               << kIterations << " FISTA iterations from 0; median of " << o.runs << " runs (wall clock)\n"
               << "machine: " << cores << " cores, " << model << "; BART " << version << "; " << date
               << "; OMP_WAIT_POLICY " << policy << " (both tools)\n"
@@ -490,7 +556,7 @@ int main(int argc, char** argv) try {
           << ", \"runs\": " << o.runs << ",\n  \"results\": [\n";
         for (size_t i = 0; i < results.size(); ++i) {
             const Result& r = results[i];
-            j << "    {\"accel\": [" << r.c.accel_y << ", " << r.c.accel_z << "], \"rate\": " << r.rate
+            j << "    {\"volume\": " << (r.c.volume ? "true" : "false") << ", \"accel\": [" << r.c.accel_y << ", " << r.c.accel_z << "], \"rate\": " << r.rate
               << ", \"scale\": " << r.scale << ", \"bart_own_scale\": " << r.bart_scale
               << ", \"zero_filled_nrmse\": " << r.zero_filled << ",\n     \"larmor\": " << json_points(r.larmor)
               << ",\n     \"bart\": " << json_points(r.bart) << ",\n     \"bart_cycle_spinning\": " << json_points(r.bart_spin)
