@@ -248,6 +248,10 @@ void strided_fft_prepare(int device) {
     }
     LARMOR_CUDA_CHECK(cudaMemcpyToSymbol(g_twiddle, table.data(), sizeof(float2) * kTable),
                       "strided FFT twiddle table, device " + std::to_string(device));
+    // From pageable memory the copy may return before its DMA has landed, and it runs on the legacy
+    // stream, which the sessions' non-blocking streams do not wait for: the first transform could read
+    // a partly written table. Once per device, so a device-wide wait costs nothing.
+    LARMOR_CUDA_CHECK(cudaDeviceSynchronize(), "strided FFT twiddle table, device " + std::to_string(device));
     set_smem_limit<2>();
     set_smem_limit<4>();
     set_smem_limit<8>();
