@@ -1,10 +1,14 @@
 // CPU backend FFT and the FFT operator against the exact double-precision centred DFT (reference_dft.h).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <thread>
 
 #include "core/backend.h"
+#include "core/cpu/fftw_plans.h"
 #include "core/linops/fft_op.h"
 #include "tests/support/reference_dft.h"
 
@@ -77,6 +81,48 @@ TEST(CoreFft, RepeatedCallsReuseThePlanAndStayCorrect) {
         test::fft_rebind(*cpu, x, 3u, FFTDirection::Forward);
         EXPECT_LT(test::relative_error(x, want), 1e-5) << "call " << i;
     }
+}
+
+// Issue 19, finding 4: a readout of 65534 samples (2 x 7 x 31 x 151) planned with FFTW_MEASURE for
+// about a minute under the process's planner lock, and every other session waited. Only lengths made
+// of 2, 3, 5 and 7 are measured now; the others get FFTW's estimate.
+TEST(CoreFft, AwkwardLengthsArePlannedByEstimateNotMeasured) {
+    EXPECT_FALSE(detail::fftw_measures({65534, 64}, 1u));
+    EXPECT_FALSE(detail::fftw_measures({65521, 8}, 1u));  // prime
+    EXPECT_FALSE(detail::fftw_measures({1001, 64}, 1u));  // 7 x 11 x 13
+    EXPECT_TRUE(detail::fftw_measures({1000, 64}, 1u));   // 2^3 x 5^3
+    EXPECT_TRUE(detail::fftw_measures({256, 256, 8}, 3u));
+    EXPECT_TRUE(detail::fftw_measures({65534, 256, 2}, 2u));  // the awkward axis is not transformed
+    EXPECT_FALSE(detail::fftw_measures({64, 64}, 3u));        // small: never measured
+}
+
+// The awkward transform next to an ordinary one, each on its own backend and thread as two sessions
+// would run: both finish with the right numbers (the times are printed; no threshold in a unit test).
+TEST(CoreFft, AnAwkwardPlanAndAnOrdinaryTransformRunSideBySide) {
+    auto awkward = make_cpu_backend(1), good = make_cpu_backend(1);
+    const Shape big{65534, 4}, small{96, 80, 4};
+    CArray a = test::random_array(big, 5), back = a;
+    double awkward_s = 0, good_s = 0, good_error = 1;
+    std::thread t([&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        CArray y = awkward->empty(big);
+        awkward->fft(a, y, 1u, FFTDirection::Forward);
+        awkward->fft(y, back, 1u, FFTDirection::Inverse);
+        awkward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    {
+        const auto t0 = std::chrono::steady_clock::now();
+        CArray x = test::random_array(small, 6);
+        const auto want = test::reference_centred_dft(test::to_double(x), small, 3u, FFTDirection::Forward);
+        test::fft_rebind(*good, x, 3u, FFTDirection::Forward);
+        good_error = test::relative_error(x, want);
+        good_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    t.join();
+    std::printf("[ fft ] 65534-point transform pair %.3f s; beside it a 96 x 80 x 4 transform %.3f s\n", awkward_s,
+                good_s);
+    EXPECT_LT(good_error, 1e-5);
+    EXPECT_LT(test::relative_error(back, a), 1e-5);
 }
 
 TEST(CoreFft, RejectsAxesOutsideTheShape) {

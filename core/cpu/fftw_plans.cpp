@@ -28,10 +28,25 @@ void init_fftw_threads_once() {
     std::call_once(once, [] {
         std::lock_guard<std::mutex> lock(fftw_planner_mutex());
         if (fftwf_init_threads() == 0) throw std::runtime_error("fftwf_init_threads failed");
+        fftwf_set_timelimit(kFftwPlanSeconds);
     });
 }
 
+bool smooth(size_t n) {
+    if (n == 0) return false;
+    for (size_t p : {2, 3, 5, 7})
+        while (n % p == 0) n /= p;
+    return n == 1;
+}
+
 }  // namespace
+
+bool fftw_measures(const Shape& shape, AxisMask axes) {
+    if (shape.size() < kMeasuredPlanElements) return false;
+    for (int a = 0; a < shape.rank(); ++a)
+        if ((axes & (1u << a)) && shape[a] > 1 && !smooth(shape[a])) return false;
+    return true;
+}
 
 FftwPlanCache::FftwPlanCache(int threads) : threads_(threads < 1 ? 1 : threads) { init_fftw_threads_once(); }
 
@@ -77,7 +92,7 @@ const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDi
         // keeps the wisdom), so small transforms, where it matters little, keep FFTW_ESTIMATE.
         // Measuring overwrites its arrays, hence a scratch array (SIMD-aligned, like fresh host
         // arrays; an unaligned caller gets an FFTW_UNALIGNED plan either way).
-        const bool measure = shape.size() >= kMeasuredPlanElements;
+        const bool measure = fftw_measures(shape, axes);
         const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | (align != 0 ? FFTW_UNALIGNED : 0u);
         std::unique_ptr<fftwf_complex, void (*)(void*)> scratch(nullptr, fftwf_free);
         auto* io = reinterpret_cast<fftwf_complex*>(data);

@@ -18,6 +18,18 @@ std::mutex& fftw_planner_mutex();
 
 namespace detail {
 
+// Whether a transform of `shape` over `axes` gets a measured plan (FFTW_MEASURE) rather than FFTW's
+// estimate: large enough for measuring to pay (at least 2^15 elements), and every transformed length
+// a product of 2, 3, 5 and 7. Other lengths (a prime, or 65534 = 2 x 7 x 31 x 151) send FFTW_MEASURE
+// through Rader's and Bluestein's algorithms, where one plan measured for a minute while it held the
+// process's planner lock and every other session waited (issue 19, finding 4); FFTW_ESTIMATE plans
+// them in milliseconds.
+bool fftw_measures(const Shape& shape, AxisMask axes);
+
+// Every measured plan is also bounded in time (fftwf_set_timelimit), so even a smooth length cannot
+// hold the planner lock for longer than about this.
+constexpr double kFftwPlanSeconds = 1.0;
+
 // One cached transform: the FFTW plan over all requested axes (batched over the others) and the
 // centring modulation tables per axis (empty for axes not transformed), see centring.h.
 struct FftwTransform {
