@@ -1,6 +1,7 @@
 #pragma once
 // What the programs that run BART beside Larmor share (bench/cg_sense_vs_bart.cpp,
-// bench/pics_l1_vs_bart.cpp): wall-clock medians, BART's .cfl/.hdr files and running its commands.
+// bench/pics_l1_vs_bart.cpp, bench/nufft_vs_bart.cpp, bench/fhd_vs_bart.cpp): wall-clock medians,
+// BART's .cfl/.hdr files and running its commands.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,13 +34,25 @@ inline double median_time(int runs, const std::function<void()>& f) {
 
 // BART's .cfl/.hdr: a text header of 16 dimensions, raw complex64, first dimension fastest (our
 // memory order, so the array is written as it is).
-inline void write_cfl(const std::filesystem::path& base, const CArray& a) {
+// `data` holds the product of `dims` elements.
+inline void write_cfl(const std::filesystem::path& base, const std::vector<size_t>& dims, const cfloat* data) {
     std::ofstream hdr(base.string() + ".hdr");
     hdr << "# Dimensions\n";
-    for (int i = 0; i < 16; ++i) hdr << (i < a.shape().rank() ? a.shape()[i] : size_t(1)) << (i < 15 ? " " : "\n");
+    size_t n = 1;
+    for (size_t i = 0; i < 16; ++i) {
+        const size_t d = i < dims.size() ? dims[i] : 1;
+        n *= d;
+        hdr << d << (i < 15 ? " " : "\n");
+    }
     std::ofstream cfl(base.string() + ".cfl", std::ios::binary);
-    cfl.write(reinterpret_cast<const char*>(a.data()), std::streamsize(a.size() * sizeof(cfloat)));
+    cfl.write(reinterpret_cast<const char*>(data), std::streamsize(n * sizeof(cfloat)));
     if (!hdr || !cfl) throw std::runtime_error("cannot write " + base.string() + ".cfl/.hdr");
+}
+
+inline void write_cfl(const std::filesystem::path& base, const CArray& a) {
+    std::vector<size_t> dims;
+    for (int i = 0; i < a.shape().rank(); ++i) dims.push_back(a.shape()[i]);
+    write_cfl(base, dims, a.data());
 }
 
 inline std::vector<cfloat> read_cfl(const std::filesystem::path& base, size_t expected) {

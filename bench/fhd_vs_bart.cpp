@@ -69,6 +69,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bart_io.h"
 #include "core/backend.h"
 #include "core/linops/nudft.h"
 #include "core/linops/toeplitz.h"
@@ -80,6 +81,10 @@ using larmor::CArray;
 using larmor::cfloat;
 using larmor::RArray;
 namespace fs = std::filesystem;
+using larmor::bench::capture;
+using larmor::bench::read_cfl;
+using larmor::bench::shell;
+using larmor::bench::write_cfl;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -135,51 +140,6 @@ Options parse(int argc, char** argv) {
     if (o.iterations < 2) throw std::invalid_argument("--iterations " + std::to_string(o.iterations) +
                                                       ": need >= 2 (BART's per-iteration time is t(I) - t(1))");
     return o;
-}
-
-// .cfl/.hdr: 16 dimensions in the text header, then complex64 with the first dimension fastest.
-void write_cfl(const fs::path& base, const std::vector<size_t>& dims, const cfloat* data) {
-    size_t count = 1;
-    std::ofstream hdr(base.string() + ".hdr");
-    hdr << "# Dimensions\n";
-    for (size_t i = 0; i < 16; ++i) {
-        const size_t d = i < dims.size() ? dims[i] : 1;
-        count *= d;
-        hdr << d << (i < 15 ? ' ' : '\n');
-    }
-    std::ofstream cfl(base.string() + ".cfl", std::ios::binary);
-    cfl.write(reinterpret_cast<const char*>(data), std::streamsize(count * sizeof(cfloat)));
-    if (!hdr || !cfl) throw std::runtime_error("cannot write " + base.string() + ".cfl/.hdr");
-}
-
-std::vector<cfloat> read_cfl(const fs::path& base, size_t count) {
-    const fs::path file = base.string() + ".cfl";
-    std::ifstream cfl(file, std::ios::binary | std::ios::ate);
-    if (!cfl) throw std::runtime_error("cannot read " + file.string());
-    const size_t bytes = size_t(cfl.tellg());
-    if (bytes != count * sizeof(cfloat))
-        throw std::runtime_error(file.string() + " has " + std::to_string(bytes) + " bytes, expected " +
-                                 std::to_string(count * sizeof(cfloat)));
-    std::vector<cfloat> v(count);
-    cfl.seekg(0);
-    cfl.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
-    return v;
-}
-
-void shell(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    if (rc != 0) throw std::runtime_error("command failed (status " + std::to_string(rc) + "): " + cmd);
-}
-
-std::string capture(const std::string& cmd) {
-    std::string out;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-        char buf[256];
-        while (std::fgets(buf, sizeof buf, p)) out += buf;
-        pclose(p);
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }

@@ -31,6 +31,7 @@
 
 #include <unistd.h>
 
+#include "bench/bart_io.h"
 #include "core/backend.h"
 #include "core/linops/nufft.h"
 
@@ -41,6 +42,10 @@ using larmor::cfloat;
 using larmor::RArray;
 using larmor::Shape;
 namespace fs = std::filesystem;
+using larmor::bench::median_time;
+using larmor::bench::read_cfl;
+using larmor::bench::shell;
+using larmor::bench::write_cfl;
 
 constexpr size_t kN = 256, kSamples = 512;
 
@@ -67,50 +72,6 @@ Options parse(int argc, char** argv) {
         else throw std::invalid_argument("unknown argument " + a + " (--coils C --spokes S --runs R --tolerance T --keep)");
     }
     return o;
-}
-
-void write_cfl(const fs::path& base, const std::vector<size_t>& dims, const cfloat* data) {
-    std::ofstream hdr(base.string() + ".hdr");
-    hdr << "# Dimensions\n";
-    size_t n = 1;
-    for (int i = 0; i < 16; ++i) {
-        const size_t d = i < int(dims.size()) ? dims[size_t(i)] : 1;
-        n *= d;
-        hdr << d << (i < 15 ? " " : "\n");
-    }
-    std::ofstream cfl(base.string() + ".cfl", std::ios::binary);
-    cfl.write(reinterpret_cast<const char*>(data), std::streamsize(n * sizeof(cfloat)));
-    if (!hdr || !cfl) throw std::runtime_error("cannot write " + base.string() + ".cfl/.hdr");
-}
-
-std::vector<cfloat> read_cfl(const fs::path& base, size_t expected) {
-    std::ifstream cfl(base.string() + ".cfl", std::ios::binary | std::ios::ate);
-    if (!cfl) throw std::runtime_error("cannot read " + base.string() + ".cfl");
-    const auto bytes = size_t(cfl.tellg());
-    if (bytes != expected * sizeof(cfloat))
-        throw std::runtime_error(base.string() + ".cfl has " + std::to_string(bytes) + " bytes, expected " +
-                                 std::to_string(expected * sizeof(cfloat)));
-    std::vector<cfloat> v(expected);
-    cfl.seekg(0);
-    cfl.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
-    return v;
-}
-
-void shell(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    if (rc != 0) throw std::runtime_error("command failed (status " + std::to_string(rc) + "): " + cmd);
-}
-
-double median_time(int runs, const std::function<void()>& f) {
-    f();  // warm-up
-    std::vector<double> t;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
 }
 
 // ||a - s b|| / ||a|| with s = <b, a> / <b, b>.
