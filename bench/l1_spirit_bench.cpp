@@ -1,7 +1,7 @@
 // One POCS iteration of 3D l1-SPIRiT (core/recon/l1_spirit.h) at the size, on the CPU and a GPU:
 // 256 (readout, transformed: 256 independent slices) x 256 x 64, 8 and 32 coils, and its steps apart:
 //   part 0  the whole iteration (residual tracking off, as a timed reconstruction runs it)
-//   part 1  SPIRiT, x <- G x (the per-voxel C x C product, then a copy back into x)
+//   part 1  SPIRiT, x <- G x (the per-voxel C x C product, in place)
 //   part 2  the joint wavelet threshold: W, shrink, W^H (Daubechies-4 over E1 and E2 to a 16-sample band, shifted)
 //   part 3  data consistency: FFT over E1 and E2, the projection, inverse FFT
 //   part 4  the FFT pair alone (forward and inverse), to split part 3 into FFT and projection.
@@ -15,9 +15,10 @@
 // A second floor holds the iteration to the operators it is made of, each streaming its input and output
 // once: G x (G + 2A), W, the shrinkage and W^H (2A each), F, the projection (3A) and F^H (2A each): G + 15A,
 // 6.2 GB (1.49 ms) at 8 coils and 50.5 GB (12.2 ms) at 32.
-// What the steps move today, counted from the code: SPIRiT G + 4A (a workspace and the copy back); the
-// wavelet prox about 12.4A with its 16-sample low band (level 0 passes over E1 and E2, then ever smaller
-// blocks, each way, and the threshold); data consistency two FFTs (about 4A each) and 5A of projection.
+// What the steps move today, counted from the code: SPIRiT G + 2A (in place); the wavelet prox about
+// 12.4A with its 16-sample low band (level 0 passes over E1 and E2, then ever smaller blocks, each way, and
+// the threshold); data consistency two FFTs (about 4A each) and the projection's blend, 2A / R and the mask
+// (about 0.6A at R = 4 with 8 coils).
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -161,6 +161,10 @@ public:
     // out[0] = ||x||^2 (real part; imaginary part 0).
     virtual void norm2(const CArray& x, CArray& out) = 0;
     virtual void norm2(const RArray& x, CArray& out) = 0;
+    // An iteration's change in one pass: out[0] = ||x - previous||^2, out[1] = ||x||^2 (real parts,
+    // accumulated in double), then previous = x. out is a two-element array on this backend's device;
+    // x and previous of one shape, apart from each other and from out.
+    virtual void change_norms(const CArray& x, CArray& previous, CArray& out) = 0;
     // out = a * b, or a * conj(b) with conj_b; b broadcast over a's trailing axes; out has a's shape
     // and may be the same view as a (not as a broadcast b).
     virtual void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b = false) = 0;
@@ -178,6 +182,11 @@ public:
     // x_i = (x[i], x[i + n], ...) shrinks by its l2 norm: out_i = x_i max(1 - lambda / ||x_i||, 0).
     // joint = 1 is the elementwise complex soft threshold.
     virtual void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint = 1) = 0;
+    // x = (1 - m) x + m y where m != 0, m broadcast over x's trailing axes as in mul; x and y of one
+    // shape. Entries where m = 0 are neither read nor written, so a k-space data-consistency projection
+    // (m the sampling mask, y the measured samples) moves only the sampled fraction of the array and m
+    // itself. m = 1 gives y exactly. x must not overlap y or m.
+    virtual void blend(const RArray& m, const CArray& y, CArray& x) = 0;
 
 protected:
     explicit Backend(MemoryBudgets budgets) : budgets_(std::move(budgets)) {}

@@ -130,6 +130,40 @@ __global__ void dot_kernel(const T* __restrict__ x, const T* __restrict__ y, lon
     if (threadIdx.x == 0) *out = make_float2(float(s.x), float(s.y));
 }
 
+// dot_kernel's scheme with two sums and a store: the change of an iteration and its size in one pass.
+__global__ void change_norms_kernel(const float2* __restrict__ x, float2* __restrict__ previous, long long n,
+                                    float2* out, double2* partials, unsigned* counter) {
+    double2 acc = make_double2(0.0, 0.0);
+    for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const float2 v = x[i], p = previous[i];
+        const float dr = v.x - p.x, di = v.y - p.y;
+        acc.x += double(dr) * dr + double(di) * di;
+        acc.y += double(v.x) * v.x + double(v.y) * v.y;
+        previous[i] = v;
+    }
+    acc = block_sum(acc);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = acc;
+        __threadfence();
+        last = atomicInc(counter, gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    double2 s = make_double2(0.0, 0.0);
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+        const double2 p = __ldcg(partials + b);
+        s.x += p.x;
+        s.y += p.y;
+    }
+    s = block_sum(s);
+    if (threadIdx.x == 0) {
+        out[0] = make_float2(float(s.x), 0.f);
+        out[1] = make_float2(float(s.y), 0.f);
+    }
+}
+
 template <Pointwise Op, class A, class B>
 __device__ __forceinline__ A pointwise(A a, B b);
 template <>
@@ -200,6 +234,23 @@ __global__ void soft_threshold_kernel(float lambda, const float2* x, float2* out
         const float mag = sqrtf(e);
         const float keep = mag > lambda ? 1.f - lambda / mag : 0.f;
         for (long long g = 0; g < joint; ++g) out[g * rows + i] = cmul(x[g * rows + i], keep);
+    }
+}
+
+// One thread per mask entry, looping over the groups (coils): a warp of unsampled entries reads its 32
+// mask values and nothing else, and a sampled k-space line (the mask is constant along the readout)
+// is read and written in whole sectors.
+__global__ void blend_kernel(const float* __restrict__ m, long long nm, const float2* __restrict__ y,
+                             float2* __restrict__ x, long long groups) {
+    for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < nm;
+         j += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const float w = m[j];
+        if (w == 0.f) continue;
+        for (long long g = 0; g < groups; ++g) {
+            const long long k = g * nm + j;
+            const float2 a = x[k], b = y[k];
+            x[k] = make_float2((1.f - w) * a.x + w * b.x, (1.f - w) * a.y + w * b.y);
+        }
     }
 }
 
@@ -298,6 +349,19 @@ void launch_reduce_conj_mul(const float2* a, const float2* b, long long n, long 
     const unsigned grid = static_cast<unsigned>((n + kReduceX - 1) / kReduceX);
     reduce_conj_mul_kernel<<<grid, block, 0, stream>>>(a, b, n, groups, out);
     LARMOR_CUDA_LAUNCH_CHECK("reduce_conj_mul_kernel", elements(n) + " x " + std::to_string(groups) + " groups");
+}
+
+void launch_change_norms(const float2* x, float2* previous, long long n, float2* out, ReductionScratch s,
+                         cudaStream_t stream) {
+    const unsigned grid = grid_stride_blocks(n, kThreads, kReductionBlocks);
+    change_norms_kernel<<<grid, kThreads, 0, stream>>>(x, previous, n, out, s.partials, s.counter);
+    LARMOR_CUDA_LAUNCH_CHECK("change_norms_kernel", elements(n));
+}
+
+void launch_blend(const float* m, long long nm, const float2* y, float2* x, long long n, cudaStream_t stream) {
+    if (n == 0) return;
+    blend_kernel<<<grid_stride_blocks(nm, kThreads), kThreads, 0, stream>>>(m, nm, y, x, n / nm);
+    LARMOR_CUDA_LAUNCH_CHECK("blend_kernel", std::to_string(nm) + " mask entries x " + std::to_string(n / nm));
 }
 
 void launch_soft_threshold(float lambda, const float2* x, float2* out, long long rows, long long joint,

@@ -46,5 +46,10 @@ void launch_reduce_conj_mul(const float2* a, const float2* b, long long n, long 
                             cudaStream_t stream);
 void launch_soft_threshold(float lambda, const float2* x, float2* out, long long rows, long long joint,
                            cudaStream_t stream);
+// out[0] = ||x - previous||^2, out[1] = ||x||^2 (double accumulation, fixed block order), previous = x.
+void launch_change_norms(const float2* x, float2* previous, long long n, float2* out, ReductionScratch s,
+                         cudaStream_t stream);
+// x[g nm + j] = (1 - m[j]) x + m[j] y where m[j] != 0, g < n / nm.
+void launch_blend(const float* m, long long nm, const float2* y, float2* x, long long n, cudaStream_t stream);
 
 }  // namespace larmor::cuda

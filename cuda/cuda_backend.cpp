@@ -292,6 +292,26 @@ public:
                                      ctx_->stream());
     }
 
+    void change_norms(const CArray& x, CArray& previous, CArray& out) override {
+        check_ours(x, "change_norms", "x");
+        check_ours(previous, "change_norms", "previous");
+        check_ours(out, "change_norms", "out");
+        detail::check_change_norms(x, previous, out);
+        DeviceGuard g(ctx_->device());
+        cuda::launch_change_norms(dev(x), dev(previous), count(x.size()), dev(out),
+                                  cuda::reduction_scratch_at(reduction_->data()), ctx_->stream());
+    }
+
+    void blend(const RArray& m, const CArray& y, CArray& x) override {
+        check_ours(m, "blend", "m");
+        check_ours(y, "blend", "y");
+        check_ours(x, "blend", "x");
+        detail::check_blend(m, y, x);
+        if (x.size() == 0) return;
+        DeviceGuard g(ctx_->device());
+        cuda::launch_blend(dev(m), count(m.size()), dev(y), dev(x), count(x.size()), ctx_->stream());
+    }
+
     void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint) override {
         check_ours(x, "soft_threshold", "x");
         check_ours(out, "soft_threshold", "out");

@@ -196,6 +196,58 @@ TEST_P(Blas1, SoftThresholdElementwiseAndJoint) {
     EXPECT_THROW(be->soft_threshold(-1.f, x, y, 1), std::invalid_argument);
 }
 
+// blend: (1 - m) x + m y where m != 0, m broadcast over the trailing axis; m = 1 gives y bit for bit,
+// and an entry with m = 0 is not read: a NaN of y there does not reach x.
+TEST_P(Blas1, BlendTakesTheDataWhereTheMaskIsSetAndLeavesTheRest) {
+    const Shape s{37, 3};
+    CArray x = rnd(s, 30);
+    CArray y = be->empty(s);
+    {
+        CArray h = be->to_host(rnd(s, 31));
+        for (size_t g = 0; g < 3; ++g)
+            for (size_t j = 0; j < 37; j += 4) h.data()[g * 37 + j] = cfloat(std::nanf(""), 0.f);
+        y = be->to_device(h);
+    }
+    RArray m = RArray::host({37});
+    for (size_t j = 0; j < 37; ++j) m.data()[j] = j % 4 == 0 ? 0.f : (j % 4 == 1 ? 1.f : 0.25f * float(j % 4));
+    const auto xh = host(x), yh = host(y);
+    be->blend(be->to_device(m), y, x);
+    const auto out = host(x);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const float w = m.data()[i % 37];
+        if (w == 0.f || w == 1.f)
+            EXPECT_EQ(out[i], w == 0.f ? xh[i] : yh[i]) << i;
+        else
+            EXPECT_LT(std::abs(out[i] - ((1.0 - w) * xh[i] + double(w) * yh[i])), 1e-6) << i;
+    }
+    CArray wrong = be->empty({37, 2});
+    EXPECT_THROW(be->blend(be->to_device(m), y, wrong), std::invalid_argument);
+    EXPECT_THROW(be->blend(be->to_device(RArray::host({36})), y, x), std::invalid_argument);
+    CArray alias = y;
+    EXPECT_THROW(be->blend(be->to_device(m), y, alias), std::invalid_argument);
+}
+
+// change_norms: {||x - p||^2, ||x||^2} in double, then p = x; the same numbers as dot over the difference.
+TEST_P(Blas1, ChangeNormsMeasuresTheStepAndKeepsTheIterate) {
+    const CArray x = rnd({301, 5}, 40);
+    CArray p = rnd({301, 5}, 41);
+    const auto xh = host(x), ph = host(p);
+    double change = 0, size = 0;
+    for (size_t i = 0; i < xh.size(); ++i) change += std::norm(xh[i] - ph[i]), size += std::norm(xh[i]);
+    CArray out = be->zeros({2});
+    be->change_norms(x, p, out);
+    const auto o = host(out);
+    EXPECT_NEAR(o[0].real(), change, 1e-6 * change);
+    EXPECT_NEAR(o[1].real(), size, 1e-6 * size);
+    EXPECT_EQ(o[0].imag(), 0.0);
+    EXPECT_EQ(host(p), xh);
+    be->change_norms(x, p, out);  // no change left
+    EXPECT_EQ(host(out)[0].real(), 0.0);
+    CArray one = be->zeros({1}), alias = x;
+    EXPECT_THROW(be->change_norms(x, p, one), std::invalid_argument);
+    EXPECT_THROW(be->change_norms(x, alias, out), std::invalid_argument);
+}
+
 TEST_P(Blas1, ViewsShareStorageAndPartialOverlapIsRefused) {
     CArray a = rnd({8, 3}, 17);
     const auto before = host(a);

@@ -186,6 +186,24 @@ inline void check_soft_threshold(float lambda, const CArray& x, const CArray& ou
                                     std::to_string(x.size()) + " elements of " + x.shape().str());
 }
 
+inline void check_change_norms(const CArray& x, const CArray& previous, const CArray& out) {
+    check_same_shape(x, "x", previous, "previous", "change_norms");
+    check_disjoint(previous, "previous", x, "x", "change_norms");
+    if (out.size() != 2)
+        throw std::invalid_argument("change_norms: out " + out.shape().str() + " must have two elements");
+    check_disjoint(out, "out", x, "x", "change_norms");
+    check_disjoint(out, "out", previous, "previous", "change_norms");
+}
+
+// blend: x and y of one shape, m broadcast over their trailing axes, x apart from both.
+inline void check_blend(const RArray& m, const CArray& y, const CArray& x) {
+    check_same_shape(y, "y", x, "x", "blend");
+    check_broadcast(x, m, "blend");
+    check_disjoint(x, "x", y, "y", "blend");
+    check_disjoint(x, "x", m, "m", "blend");
+    if (x.size() != 0 && m.size() == 0) throw std::invalid_argument("blend: m " + m.shape().str() + " is empty");
+}
+
 inline void check_copy_sizes(size_t src, size_t dst, const Shape& ss, const Shape& ds) {
     if (src != dst)
         throw std::invalid_argument("copy: src " + ss.str() + " and dst " + ds.str() + " differ in size");

@@ -92,6 +92,16 @@ double dot(const float* x, const float* y, size_t n, int threads) {
     return ordered_sum<double>(n, threads, [&](size_t i) { return double(x[i]) * double(y[i]); });
 }
 
+std::pair<double, double> change_norms(const cfloat* x, cfloat* previous, size_t n, int threads) {
+    const cdouble s = ordered_sum<cdouble>(n, threads, [&](size_t i) {
+        const cfloat v = x[i], d = v - previous[i];
+        previous[i] = v;
+        return cdouble(double(d.real()) * d.real() + double(d.imag()) * d.imag(),
+                       double(v.real()) * v.real() + double(v.imag()) * v.imag());
+    });
+    return {s.real(), s.imag()};
+}
+
 namespace {
 
 // out[g nb + i] = f(a[g nb + i], b[i]): b broadcast over the trailing axes of a.
@@ -155,6 +165,21 @@ void soft_threshold(float lambda, const cfloat* x, cfloat* out, size_t n, size_t
         const float mag = std::sqrt(e);
         const float keep = mag > lambda ? 1.f - lambda / mag : 0.f;
         for (size_t g = 0; g < joint; ++g) out[g * rows + size_t(i)] = cmul(x[g * rows + size_t(i)], keep);
+    }
+}
+
+void blend(const float* m, size_t nm, const cfloat* y, cfloat* x, size_t n, int threads) {
+    const size_t groups = n / nm;
+    // Over the mask's entries, each visiting its own position in every group: an unsampled entry costs
+    // one read of m, nothing of x or y.
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ll j = 0; j < ll(nm); ++j) {
+        const float w = m[j];
+        if (w == 0.f) continue;
+        for (size_t g = 0; g < groups; ++g) {
+            const size_t k = g * nm + size_t(j);
+            x[k] = cmul(x[k], 1.f - w) + cmul(y[k], w);
+        }
     }
 }
 

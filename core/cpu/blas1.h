@@ -32,5 +32,9 @@ void div(const float* a, const float* b, size_t nb, float* out, size_t n, int th
 // out[i] = sum_k conj(a[i + k n]) b[i + k n], k < groups.
 void reduce_conj_mul(const cfloat* a, const cfloat* b, size_t n, size_t groups, cfloat* out, int threads);
 void soft_threshold(float lambda, const cfloat* x, cfloat* out, size_t n, size_t joint, int threads);
+// {||x - previous||^2, ||x||^2} in double (thread order, as dot), then previous = x.
+std::pair<double, double> change_norms(const cfloat* x, cfloat* previous, size_t n, int threads);
+// x[g nm + j] = (1 - m[j]) x + m[j] y where m[j] != 0, for g < n / nm.
+void blend(const float* m, size_t nm, const cfloat* y, cfloat* x, size_t n, int threads);
 
 }  // namespace larmor::cpu

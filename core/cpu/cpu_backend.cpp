@@ -118,6 +118,23 @@ public:
         if (out.size() == 0) return;
         cpu::reduce_conj_mul(a.data(), b.data(), out.size(), a.size() / out.size(), out.data(), threads_);
     }
+    void change_norms(const CArray& x, CArray& previous, CArray& out) override {
+        check(x, "change_norms", "x");
+        check(previous, "change_norms", "previous");
+        check(out, "change_norms", "out");
+        detail::check_change_norms(x, previous, out);
+        const auto [change, size] = cpu::change_norms(x.data(), previous.data(), x.size(), threads_);
+        out.data()[0] = cfloat(float(change), 0.f);
+        out.data()[1] = cfloat(float(size), 0.f);
+    }
+    void blend(const RArray& m, const CArray& y, CArray& x) override {
+        check(m, "blend", "m");
+        check(y, "blend", "y");
+        check(x, "blend", "x");
+        detail::check_blend(m, y, x);
+        if (x.size() == 0) return;
+        cpu::blend(m.data(), m.size(), y.data(), x.data(), x.size(), threads_);
+    }
     void soft_threshold(float lambda, const CArray& x, CArray& out, size_t joint) override {
         check(x, "soft_threshold", "x");
         check(out, "soft_threshold", "out");

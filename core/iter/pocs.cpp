@@ -26,10 +26,11 @@ Pocs::Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, b
                                         ", x is " + x_.shape().str());
     }
     if (iterations < 1) throw std::invalid_argument("POCS: iterations " + std::to_string(iterations) + " < 1");
-    previous_ = be_.empty(x_.shape());
     scalars_ = be_.zeros({2});
-    change_ = scalars_.view(0, {1});
-    size_ = scalars_.view(1, {1});
+    if (track_) {
+        previous_ = be_.empty(x_.shape());
+        be_.copy(x_, previous_);
+    }
 }
 
 void Pocs::update() {
@@ -38,11 +39,10 @@ void Pocs::update() {
         ++iteration_;
         return;
     }
-    be_.copy(x_, previous_);
+    // previous_ holds the last iterate (the start, then each change_norms leaves x there): one pass for
+    // the change, the size and the copy, in place of a copy, a difference and two norms (7 passes).
     for (auto& s : steps_) s->apply(1.f, x_, x_);
-    be_.xpay(-1.f, x_, previous_);  // previous <- x - previous
-    be_.norm2(previous_, change_);
-    be_.norm2(x_, size_);
+    be_.change_norms(x_, previous_, scalars_);
     ++iteration_;
     std::unique_ptr<Backend::PendingRead> last = std::move(pending_);
     pending_ = be_.read_async(scalars_);

@@ -15,8 +15,8 @@ namespace larmor {
 class Pocs final : public Alg {
 public:
     // steps: each on x's shape and backend; x: start and result (the caller's array). Without
-    // track_residuals the iterations skip the change's norm (three passes over x) and residuals()
-    // holds only the start.
+    // track_residuals the iterations skip the change's norm (one fused pass over x and the last
+    // iterate, Backend::change_norms) and residuals() holds only the start.
     // tolerance > 0 (with tracking): stop once ||x_k - x_{k-1}|| / ||x_k|| <= tolerance, seen one iteration
     // late as CG and FISTA see theirs (the change's norm travels to the host while the next iteration runs).
     Pocs(std::vector<std::unique_ptr<Prox>> steps, CArray x, int iterations, bool track_residuals = true,
@@ -44,7 +44,7 @@ public:
 private:
     std::vector<std::unique_ptr<Prox>> steps_;
     Backend& be_;
-    CArray x_, previous_, scalars_, change_, size_;
+    CArray x_, previous_, scalars_;  // scalars_: {||x_k - x_{k-1}||^2, ||x_k||^2}
     int iterations_;
     bool track_;
     double tolerance_;

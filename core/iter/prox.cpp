@@ -31,23 +31,21 @@ public:
         if (!detail::is_leading_shape(mask.shape(), y.shape()) || mask.size() == 0)
             throw std::invalid_argument("data_consistency_projection: mask " + mask.shape().str() +
                                         " does not broadcast over data " + y.shape().str());
-        // Kept as 1 - M and M y, so a projection is two sweeps: out = (1 - M) x, then out += M y.
-        RArray keep = RArray::host(mask.shape());
-        const RArray host_mask = backend().to_host(mask);
-        for (size_t i = 0; i < keep.size(); ++i) keep.data()[i] = 1.f - host_mask.data()[i];
-        keep_ = backend().to_device(keep);
+        // One blend per projection, out = (1 - M) out + M (M y): with a binary mask only the sampled
+        // entries move (R times less than two sweeps over the whole array), and they get y exactly.
+        mask_ = backend().to_device(mask);
         measured_ = backend().empty(y.shape());
-        backend().mul(backend().to_device(y), backend().to_device(mask), measured_);
+        backend().mul(backend().to_device(y), mask_, measured_);
     }
 
     void apply(float, const CArray& x, CArray& out) override {
         check(x, out, "data_consistency_projection");
-        backend().mul(x, keep_, out);
-        backend().axpy(1.f, measured_, out);
+        if (!same_view(x, out)) backend().copy(x, out);
+        backend().blend(mask_, measured_, out);
     }
 
 private:
-    RArray keep_;
+    RArray mask_;
     CArray measured_;
 };
 

@@ -43,6 +43,12 @@ std::unique_ptr<Prox> data_consistency_projection(std::shared_ptr<Backend> backe
 // l1-SPIRiT). The step is ignored.
 std::unique_ptr<Prox> linear_step(LinOp a);
 
+// The SPIRiT step of l1-SPIRiT POCS, out = G x (Murphy et al. 2012, Fig. 1; core/linops/spirit.h), with
+// out allowed to be x: the per-pixel product runs in place, so it moves G once and the coil array twice,
+// without linear_step's workspace and copy back. g: [X, Y..., C, C] on the backend's device (used, not
+// copied); the step acts on [X, Y..., C]. The step size is ignored.
+std::unique_ptr<Prox> spirit_step(std::shared_ptr<Backend> backend, const CArray& g);
+
 // A prox taken in another orthonormal basis: out = U^H p(U x) for unitary U (the image-domain form
 // of k-space data consistency: U = the centred FFT, p = data_consistency_projection).
 std::unique_ptr<Prox> in_basis(LinOp u, std::unique_ptr<Prox> p);

@@ -4,7 +4,8 @@
 //     out[p, o] = sum_c m[p, c, o] in[p, c] + self * in[p, o]
 // (self = -1: the consistency operator G - I; self = 0: G itself, the POCS step),
 // with every array pixel fastest ([pixels, C] and [pixels, C, C]), so each pixel's matrix and coil
-// vector are read once (the floor of the operator: C^2 + 2C complex values per pixel). One CPU and one
+// vector are read once (the floor of the operator: C^2 + 2C complex values per pixel). `out` may be `in`
+// itself (the POCS step in place), never a partial overlap. One CPU and one
 // CUDA definition (cuda/spirit.cu; a build without CUDA has a stub that throws).
 #include <cstddef>
 

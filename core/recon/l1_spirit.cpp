@@ -9,7 +9,6 @@
 #include "core/iter/wavelet_threshold.h"
 #include "core/linops/algebra.h"
 #include "core/linops/fft_op.h"
-#include "core/linops/spirit.h"
 #include "core/recon/spirit_problem.h"
 
 namespace larmor {
@@ -43,7 +42,7 @@ L1Spirit l1_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const
                                             : relative_threshold(*backend, p.images, ro * e1 * e2, settings.lambda);
 
     std::vector<std::unique_ptr<Prox>> steps;
-    steps.push_back(linear_step(spirit_g(backend, g.reshaped({ro, e1, e2, nc, nc}))));
+    steps.push_back(spirit_step(backend, g.reshaped({ro, e1, e2, nc, nc})));
     steps.push_back(wavelet_threshold_prox(backend, p.wavelet, p.threshold, nc, settings.cycle_spinning));
     steps.push_back(in_basis(fft, data_consistency_projection(backend, mask, kspace)));
     p.solver = std::make_unique<Pocs>(std::move(steps), p.images, settings.iterations, settings.track_residuals,
