@@ -204,6 +204,8 @@ bool cuda_available();
 std::vector<std::string> cuda_devices();
 // Global memory of CUDA device `device` in bytes (0 without CUDA or without that device).
 uint64_t cuda_device_memory(int device);
+// Free global memory of CUDA device `device` now, as the driver reports it (0 without CUDA or that device).
+uint64_t cuda_device_free_memory(int device);
 // CUDA backend on device `device` with its own stream; device arrays (and the blocks its cache keeps)
 // are charged to budgets.device, page-locked host memory to budgets.host. Throws with a clear
 // message when this build has no CUDA or the device is absent.

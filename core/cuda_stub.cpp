@@ -17,6 +17,7 @@ bool cuda_available() { return false; }
 std::vector<std::string> cuda_devices() { return {}; }
 
 uint64_t cuda_device_memory(int) { return 0; }
+uint64_t cuda_device_free_memory(int) { return 0; }
 
 std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets) {
     throw_no_cuda("make_cuda_backend(" + std::to_string(device) + ")");

@@ -552,6 +552,21 @@ uint64_t cuda_device_memory(int device) {
     return p.totalGlobalMem;
 }
 
+uint64_t cuda_device_free_memory(int device) {
+    if (device < 0 || device >= device_count()) return 0;
+    try {
+        DeviceGuard guard(device);
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+            cudaGetLastError();
+            return 0;
+        }
+        return free_b;
+    } catch (const std::exception&) {  // the device cannot be selected: nothing to report
+        return 0;
+    }
+}
+
 std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets budgets) {
     if (inject_fault(FaultSite::CudaBackend))
         throw std::runtime_error("make_cuda_backend(" + std::to_string(device) +

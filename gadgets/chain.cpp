@@ -1,6 +1,7 @@
 #include "gadgets/chain.h"
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "chain.pb.h"
 #include "gadgets/bounded_queue.h"
 #include "gadgets/chain_config.h"
+#include "gadgets/chain_metrics.h"
 #include "gadgets/factories.h"
 
 namespace larmor {
@@ -58,13 +60,15 @@ struct ChainRunner::Impl {
 
     struct Stage {
         Stage(std::unique_ptr<Gadget> g, std::string n, size_t capacity)
-            : gadget(std::move(g)), name(std::move(n)), queue(capacity) {}
+            : gadget(std::move(g)), name(std::move(n)), queue(capacity), timing(gadget_timing(name)) {}
         std::unique_ptr<Gadget> gadget;
         std::string name;
         BoundedQueue<Item> queue;
         std::thread thread;
         bool failed = false;  // touched only by the stage's own thread
+        GadgetTiming& timing;  // the process-wide histogram of this gadget's process() calls
     };
+    uint64_t queue_reporter = 0;  // registered while the stages run (chain_metrics.h)
 
     std::vector<std::unique_ptr<Stage>> stages;
     ChainSink sink;
@@ -124,7 +128,9 @@ struct ChainRunner::Impl {
             const std::optional<uint32_t> scan = acquisition_scan(msg);
             const uint64_t carried = acquisitions_carried(msg);
             const bool dropped = s.failed;
+            const auto t0 = std::chrono::steady_clock::now();
             guarded(s, [&] { s.gadget->process(std::move(msg), out); });
+            s.timing.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             if (carried && s.failed) ctx.ledger->failed(carried);
             // An acquisition that met a failed stage, or made it fail, goes no further.
             if (scan && s.failed)
@@ -165,6 +171,7 @@ ChainRunner::ChainRunner(std::vector<std::unique_ptr<Gadget>> gadgets, std::vect
 }
 
 ChainRunner::~ChainRunner() {
+    if (impl_->queue_reporter) unregister_queue_reporter(impl_->queue_reporter);
     if (impl_->started && !impl_->closed) impl_->abort_all();
     impl_->join_all();
 }
@@ -174,6 +181,10 @@ void ChainRunner::start(SessionContext ctx, ChainSink sink) {
     impl_->ctx = std::move(ctx);
     impl_->sink = std::move(sink);
     impl_->started = true;
+    Impl* impl = impl_.get();
+    impl_->queue_reporter = register_queue_reporter([impl](const std::function<void(const std::string&, size_t)>& f) {
+        for (const auto& s : impl->stages) f(s->name, s->queue.size());
+    });
     for (size_t i = 0; i < impl_->stages.size(); ++i)
         impl_->stages[i]->thread = std::thread([this, i] { impl_->run_stage(i); });
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The hardening part of CI (issue 12), run by scripts/test.sh after the normal build and tests:
+# The hardening part of CI (issue 12), run by .ci/run after scripts/test.sh (the normal build and tests),
+# or by hand after it:
 #   soak  1,000 sessions against one server of the normal build (./build): VmRSS must stay flat
 #   fuzz  the clang-14 libFuzzer targets of tests/fuzz (./build-fuzz), each for LARMOR_FUZZ_SECONDS
 #   asan  the test suite built with ASan + UBSan (LARMOR_SANITIZE; gcc, CPU-only: ./build-asan)

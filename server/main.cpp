@@ -5,12 +5,12 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "core/backend.h"
 #include "gadgets/chain_config.h"
 #include "server/backend_select.h"
+#include "server/log_format.h"
 #include "server/queries.h"
 #include "server/security_cli.h"
 #include "server/server.h"
@@ -41,15 +41,6 @@ std::string default_dependency_dir() {
     return (tmp / "larmor-dependencies").string();
 }
 
-void setup_logging(const std::string& level) {
-    auto logger = spdlog::stderr_color_mt("larmor-server");
-    // %n is the logger name: "larmor-server" for the server, "<session id> <peer>" for sessions.
-    logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] [%n] %v");
-    logger->set_level(spdlog::level::from_str(level));
-    logger->flush_on(spdlog::level::warn);
-    spdlog::set_default_logger(logger);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,6 +49,7 @@ int main(int argc, char** argv) {
     options.config_dir = default_config_dir();
     options.dependency_dir = default_dependency_dir();
     std::string log_level = "info";
+    std::string log_format = "text";
     std::string backend = "auto";
     int read_timeout = 60, write_timeout = 60, grace = 30;
 
@@ -67,6 +59,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--port", options.port, "TCP port; 0 = any free port (printed as 'listening on ADDR:PORT')")
         ->capture_default_str();
+    app.add_option("--http-port", options.http_port,
+                   "Port of the HTTP status endpoint on --address, for probes, Prometheus and people: /healthz, "
+                   "/readyz, /metrics, /status (JSON), / (a status page); same --allow list; 0 = any free port "
+                   "(printed as 'http status on ADDR:PORT'); off unless given")
+        ->check(CLI::Range(0, 65535));
     app.add_option("--config-dir", options.config_dir, "Directory of the chains CONFIG_FILE names")
         ->capture_default_str();
     app.add_option("--dependency-dir", options.dependency_dir,
@@ -83,6 +80,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--precompute-cache-disk", options.precompute_disk,
                    "Bytes of kernel files --precompute-cache-dir may hold (oldest removed first)")
+        ->capture_default_str();
+    app.add_option("--log-format", log_format,
+                   "text (for a console) or json (one JSON object per line: time, level, logger, session, peer, "
+                   "message; for log collectors)")
+        ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     app.add_option("--log-level", log_level, "Log level")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
@@ -143,7 +145,7 @@ int main(int argc, char** argv) {
     options.shutdown_grace = std::chrono::seconds(grace);
     options.memory.admission_wait = std::chrono::seconds(admission_wait);
     options.backend = larmor::server::parse_backend_policy(backend);
-    setup_logging(log_level);
+    larmor::server::setup_logging(log_level, log_format);
     std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on write, not a process kill
 
     if (options.backend == larmor::server::BackendPolicy::Cuda && !larmor::cuda_available()) {
@@ -182,7 +184,11 @@ int main(int argc, char** argv) {
                      larmor::server::version_string(), options.config_dir, chains.empty() ? "none" : chains,
                      options.dependency_dir, backend, devices.empty() ? "none" : devices, options.max_sessions,
                      read_timeout, server.memory().describe());
-        // Tests and scripts read this line to learn the port (--port 0).
+        // Tests and scripts read these lines to learn the ports (--port 0, --http-port 0); the HTTP line
+        // comes first, so that a reader that stops at "listening on" has seen it.
+        if (options.http_port >= 0)
+            std::cout << "http status on " << server.http_endpoint().address().to_string() << ":"
+                      << server.http_endpoint().port() << std::endl;
         std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
         if (!server.run()) {
             // A session thread is stuck (e.g. in a gadget): exit without running static destructors

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/backend.h"
+#include "server/http_status.h"
 #include "server/rejection.h"
 #include "server/tls_context.h"
 
@@ -82,6 +83,24 @@ boost::asio::ip::tcp::endpoint Server::listen() {
     if (ec) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
     spdlog::info("{}; clients allowed from {}", env_->tls ? env_->tls->description() : std::string("plain TCP (no TLS)"),
                  access_.to_string());
+    if (o.http_port >= 0) {
+        http_ = std::make_unique<HttpEndpoint>(ioc_, access_, [this](const std::string& target) {
+            StatusSources s{QueryContext{env_->options, env_->stats, env_->devices.get(), env_->memory.get(),
+                                         env_->chains.get()},
+                            env_->precompute.get(), [this] { return shutting_down_; },
+                            [this] {  // on ioc_'s thread, as every change of sessions_
+                                std::vector<Session::Live> live;
+                                for (const Running& r : sessions_)
+                                    if (!r.session->finished()) live.push_back(r.session->live());
+                                return live;
+                            },
+                            &env_->recent_errors};
+            return http_status_reply(target, s);
+        });
+        http_endpoint_ = http_->listen(address, static_cast<unsigned short>(o.http_port));
+        spdlog::info("HTTP status on {}:{} (/healthz /readyz /metrics /status /), clients allowed from {}",
+                     http_endpoint_.address().to_string(), http_endpoint_.port(), access_.to_string());
+    }
     return acceptor_.local_endpoint();
 }
 
@@ -265,6 +284,7 @@ void Server::shutdown_tick() {
     if (sessions_.empty()) {
         signals_.cancel();  // nothing left to wait for: ioc_.run() returns once rejections end
         reload_signal_.cancel();
+        if (http_) http_->stop();  // /readyz said "shutting down" through the grace period
         return;
     }
     if (!sessions_told_to_stop_ && now >= grace_deadline_) {
@@ -273,6 +293,7 @@ void Server::shutdown_tick() {
         sessions_told_to_stop_ = true;
         abort_deadline_ = now + kAbortTime;
     } else if (sessions_told_to_stop_ && now >= abort_deadline_) {
+        if (http_) http_->stop();
         stuck_ = true;
         ioc_.stop();
         return;

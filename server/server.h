@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "server/access_list.h"
+#include "server/http_endpoint.h"
 #include "server/log_throttle.h"
 #include "server/server_options.h"
 #include "server/session.h"
@@ -33,6 +34,8 @@ public:
     // Binds and listens; returns the bound endpoint (the real port when options.port is 0).
     // Throws std::runtime_error naming the address and port when that fails.
     boost::asio::ip::tcp::endpoint listen();
+    // The HTTP endpoint's bound address after listen() (port 0 when --http-port is off).
+    boost::asio::ip::tcp::endpoint http_endpoint() const { return http_endpoint_; }
 
     // Serves until SIGINT/SIGTERM, then shuts down. Returns false when some session did not stop
     // within the grace period plus the abort period (its thread is then detached).
@@ -75,6 +78,9 @@ private:
     boost::asio::steady_timer shutdown_timer_;
     boost::asio::steady_timer accept_retry_timer_;  // pause after a failed accept (EMFILE)
     std::unique_ptr<boost::asio::io_context> next_session_ioc_;  // the next accepted socket's home
+    // After ioc_ and access_: its connections live on ioc_ and read the access list.
+    std::unique_ptr<HttpEndpoint> http_;
+    boost::asio::ip::tcp::endpoint http_endpoint_;
 
     std::list<Running> sessions_;
     uint64_t next_session_number_ = 1;

@@ -18,6 +18,7 @@ enum class BackendPolicy { Auto, Cpu, Cuda };
 struct ServerOptions {
     std::string address = "0.0.0.0";         // listen address (main.cpp's --address)
     uint16_t port = 9002;  // 0 = ephemeral (the bound port is printed)
+    int http_port = -1;    // the operations endpoint (server/http_status.h); -1 = off, 0 = ephemeral
     std::string config_dir;
     // The dependency store: noise covariances kept for later sessions (gadgets/noise_dependency_store.h).
     std::string dependency_dir;

@@ -108,6 +108,26 @@ Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, b
 
 Session::~Session() = default;
 
+void Session::set_live_chain() {
+    std::lock_guard<std::mutex> g(live_lock_);
+    live_chain_ = chain_name_;
+}
+
+Session::Live Session::live() const {
+    Live l;
+    l.id = id_;
+    l.peer = peer_;
+    {
+        std::lock_guard<std::mutex> g(live_lock_);
+        l.chain = live_chain_;
+        l.last_text = live_text_;
+    }
+    l.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
+    l.acquisitions = acquisitions_.load();
+    l.images = images_sent_.load();
+    return l;
+}
+
 void Session::run() noexcept {
     const auto t0 = std::chrono::steady_clock::now();
     log_->info("connected");
@@ -140,10 +160,11 @@ void Session::run() noexcept {
         log_->warn("[Socket] ERROR: {}", writer_.error());
     }
     writer_.close();
+    if (errors) ++env_->stats.sessions_failed;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     log_->info("session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
                "{} errors{}",
-               secs, chain_name_.empty() ? "none" : chain_name_, acquisitions_, waveforms_, images_sent_.load(),
+               secs, chain_name_.empty() ? "none" : chain_name_, acquisitions_.load(), waveforms_, images_sent_.load(),
                texts_sent_.load(), errors,
                discarded_ ? ", " + std::to_string(discarded_) + " messages discarded after the error" : std::string());
     release_slot();
@@ -260,6 +281,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
             dependency_query_ = true;
             dependency_id_ = std::move(*id);
             chain_name_ = "NoiseSummaryGadget (dependency query)";
+            set_live_chain();
             log_->info("noise dependency query for measurement '{}'", excerpt(dependency_id_));
             state_ = State::AwaitHeader;
             return;
@@ -269,6 +291,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
         config::Chain chain = is_file ? env_->chains->get(text)
                                       : parse_chain(text, "CONFIG_SCRIPT");
         chain_name_ = is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name());
+        set_live_chain();
         const BackendPolicy policy = env_->options.backend;
         const bool may_use_cuda = policy != BackendPolicy::Cpu && chain.backend() != config::BACKEND_CPU;
         const bool cuda_usable = may_use_cuda && !env_->devices->empty() && cuda_available();
@@ -483,6 +506,7 @@ void Session::report_error(const std::string& text) {
     std::lock_guard<std::mutex> lock(report_mutex_);
     if (replied_) return;  // the final reply is under way: nothing may follow its CLOSE
     ++env_->stats.errors;
+    env_->recent_errors.add(id_, text);
     if (!writer_.post(encoded_text(text))) unsent_errors_.push_back(text);
 }
 
@@ -546,6 +570,10 @@ void Session::deliver(Message msg) {
             ++env_->stats.images_sent;
         }
     } else if (auto* text = std::get_if<Text>(&msg)) {
+        {
+            std::lock_guard<std::mutex> g(live_lock_);
+            live_text_ = text->text.substr(0, 200);
+        }
         if (send(std::move(*text))) ++texts_sent_;
     } else {
         if (const auto* a = std::get_if<Acquisition>(&msg))

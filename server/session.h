@@ -3,6 +3,7 @@
 // machine of protocol.md (config -> header -> data -> CLOSE, queries at any time), feeds the chain
 // and writes its images back. A session never affects another one: everything it owns is here.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,7 @@ struct SessionEnvironment {
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
     std::shared_ptr<PrecomputeCache> precompute;  // from options.precompute_*; never null once the server runs
+    RecentErrors recent_errors;  // for the status page
     std::unique_ptr<ServerMemory> memory;  // from options.memory; never null once the server runs
     std::unique_ptr<ChainCatalog> chains;  // options.config_dir as last (re)loaded; never null once running
     std::shared_ptr<TlsContext> tls;  // from options.security.tls; null: plain TCP
@@ -61,6 +63,14 @@ public:
 
     bool finished() const { return finished_; }
     const std::string& id() const { return id_; }
+
+    // What the status page shows of a running session; safe from any thread.
+    struct Live {
+        std::string id, peer, chain, last_text;
+        double seconds = 0;
+        uint64_t acquisitions = 0, images = 0;
+    };
+    Live live() const;
 
 private:
     enum class State {
@@ -107,6 +117,7 @@ private:
     // Gives the session's place under --max-sessions back (once; the server took it at accept).
     void release_slot();
 
+    void set_live_chain();  // copies chain_name_ for live()
     // Called by the chain's last gadget thread with each output message.
     void deliver(Message msg);
     bool send(const wire::WireMessage& msg);
@@ -137,7 +148,11 @@ private:
     std::atomic<bool> finished_{false};
     bool slot_released_ = false;
 
-    uint64_t acquisitions_ = 0, waveforms_ = 0, discarded_ = 0;
+    std::atomic<uint64_t> acquisitions_{0};
+    uint64_t waveforms_ = 0, discarded_ = 0;
+    const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+    mutable std::mutex live_lock_;  // live_chain_, live_text_: read by the status page's thread
+    std::string live_chain_, live_text_;
     bool header_received_ = false;
     // What became of each acquisition (gadgets/acquisition_ledger.h): the gadgets record theirs
     // through the SessionContext, the session what it drops itself.

@@ -3,6 +3,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace larmor::server {
 
@@ -19,10 +23,36 @@ struct ServerStats {
     std::atomic<uint64_t> bytes_received{0};
     std::atomic<uint64_t> images_sent{0};
     std::atomic<uint64_t> errors{0};  // error TEXTs sent to clients
+    std::atomic<uint64_t> sessions_failed{0};  // sessions that ended with at least one error
 
     double uptime_seconds() const {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     }
+};
+
+// The last few errors sent to clients, for the status page (server/http_status.h).
+class RecentErrors {
+public:
+    struct Entry {
+        std::chrono::system_clock::time_point when;
+        std::string session;
+        std::string text;
+    };
+    static constexpr size_t kKept = 10;
+
+    void add(const std::string& session, const std::string& text) {
+        std::lock_guard<std::mutex> g(lock_);
+        entries_.push_back(Entry{std::chrono::system_clock::now(), session, text.substr(0, 500)});
+        if (entries_.size() > kKept) entries_.pop_front();
+    }
+    std::vector<Entry> newest_first() const {
+        std::lock_guard<std::mutex> g(lock_);
+        return std::vector<Entry>(entries_.rbegin(), entries_.rend());
+    }
+
+private:
+    mutable std::mutex lock_;
+    std::deque<Entry> entries_;
 };
 
 }  // namespace larmor::server

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -160,11 +161,17 @@ ServerProcess::ServerProcess(const std::vector<std::string>& extra_args) {
     const auto deadline = Clock::now() + std::chrono::seconds(30);
     std::string out;
     for (;;) {
-        const size_t nl = out.find('\n');
         const size_t at = out.find("listening on ");
-        if (at != std::string::npos && nl != std::string::npos && nl > at) {
+        const size_t nl = at == std::string::npos ? std::string::npos : out.find('\n', at);
+        if (nl != std::string::npos) {
             const std::string line = out.substr(at, nl - at);
             port_ = static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+            // "http status on ADDR:PORT" comes before it when --http-port is given.
+            const size_t h = out.find("http status on ");
+            if (h != std::string::npos) {
+                const std::string hl = out.substr(h, out.find('\n', h) - h);
+                http_port_ = static_cast<uint16_t>(std::stoi(hl.substr(hl.rfind(':') + 1)));
+            }
             return;
         }
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -330,6 +337,53 @@ bool WireConnection::closed_by_peer(std::chrono::seconds timeout) {
     char c;
     const ssize_t k = ::recv(fd_, &c, 1, MSG_DONTWAIT);
     return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+HttpResult http_request(uint16_t port, const std::string& target, const std::string& method,
+                        std::chrono::seconds timeout) {
+    HttpResult r;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return r;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return r;
+    }
+    const std::string req = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+        ::close(fd);
+        return r;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string raw;
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        pollfd pfd{fd, POLLIN, 0};
+        if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) break;
+        char buf[4096];
+        const ssize_t k = ::read(fd, buf, sizeof buf);
+        if (k <= 0) break;
+        raw.append(buf, static_cast<size_t>(k));
+    }
+    ::close(fd);
+    const size_t head_end = raw.find("\r\n\r\n");
+    if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return r;
+    r.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
+    const std::string head = raw.substr(0, head_end);
+    std::string lower = head;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    const size_t ct = lower.find("\r\ncontent-type:");
+    if (ct != std::string::npos) {
+        const size_t v = ct + 15, e = head.find("\r\n", v);
+        r.content_type = head.substr(v, e == std::string::npos ? std::string::npos : e - v);
+        r.content_type.erase(0, r.content_type.find_first_not_of(' '));
+    }
+    r.body = raw.substr(head_end + 4);
+    return r;
 }
 
 std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages) {

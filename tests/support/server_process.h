@@ -33,6 +33,8 @@ public:
     ServerProcess& operator=(const ServerProcess&) = delete;
 
     uint16_t port() const { return port_; }
+    // The HTTP status port, when extra_args hold --http-port (0 otherwise).
+    uint16_t http_port() const { return http_port_; }
     pid_t pid() const { return pid_; }
     bool running();
     std::string log() const;  // everything the server wrote to stderr so far
@@ -47,6 +49,7 @@ private:
     int stdout_fd_ = -1;
     int exit_code_ = -1;
     uint16_t port_ = 0;
+    uint16_t http_port_ = 0;
     std::string log_path_;
     std::string dependency_dir_;
     bool own_dependency_dir_ = false;
@@ -92,6 +95,15 @@ public:
 private:
     int fd_ = -1;
 };
+
+struct HttpResult {
+    int status = 0;           // 0: no HTTP answer (refused, closed)
+    std::string content_type;
+    std::string body;
+};
+// GET (or another method) of `target` from 127.0.0.1:port over HTTP/1.1; gives up after `timeout`.
+HttpResult http_request(uint16_t port, const std::string& target, const std::string& method = "GET",
+                        std::chrono::seconds timeout = std::chrono::seconds(10));
 
 // The TEXT payloads among `messages`, in order.
 std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages);
