@@ -206,6 +206,12 @@ std::vector<std::string> cuda_devices();
 uint64_t cuda_device_memory(int device);
 // Free global memory of CUDA device `device` now, as the driver reports it (0 without CUDA or that device).
 uint64_t cuda_device_free_memory(int device);
+// Compute capability of CUDA device `device` as "major.minor" ("" without CUDA or that device).
+std::string cuda_device_capability(int device);
+// The CUDA driver's and runtime's versions as cudaDriverGetVersion / cudaRuntimeGetVersion give them
+// (13000 for 13.0); 0 when unknown (no CUDA in this build, or no driver).
+int cuda_driver_version();
+int cuda_runtime_version();
 // CUDA backend on device `device` with its own stream; device arrays (and the blocks its cache keeps)
 // are charged to budgets.device, page-locked host memory to budgets.host. Throws with a clear
 // message when this build has no CUDA or the device is absent.

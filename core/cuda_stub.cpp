@@ -18,6 +18,9 @@ std::vector<std::string> cuda_devices() { return {}; }
 
 uint64_t cuda_device_memory(int) { return 0; }
 uint64_t cuda_device_free_memory(int) { return 0; }
+std::string cuda_device_capability(int) { return ""; }
+int cuda_driver_version() { return 0; }
+int cuda_runtime_version() { return 0; }
 
 std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets) {
     throw_no_cuda("make_cuda_backend(" + std::to_string(device) + ")");

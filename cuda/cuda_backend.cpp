@@ -552,6 +552,34 @@ uint64_t cuda_device_memory(int device) {
     return p.totalGlobalMem;
 }
 
+std::string cuda_device_capability(int device) {
+    if (device < 0 || device >= device_count()) return "";
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+        cudaGetLastError();
+        return "";
+    }
+    return std::to_string(p.major) + "." + std::to_string(p.minor);
+}
+
+int cuda_driver_version() {
+    int v = 0;
+    if (cudaDriverGetVersion(&v) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
+int cuda_runtime_version() {
+    int v = 0;
+    if (cudaRuntimeGetVersion(&v) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
 uint64_t cuda_device_free_memory(int device) {
     if (device < 0 || device >= device_count()) return 0;
     try {

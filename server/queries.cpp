@@ -37,6 +37,22 @@ std::string chains_text(const QueryContext& ctx) {
     }
 }
 
+// Gadgetron's format_version: 13000 -> "13.0"; "N/A" when there is no CUDA (Gadgetron's answer in a build
+// without it; Larmor gives it also where the build has CUDA but the machine has no driver).
+std::string cuda_version_text(int v) {
+    if (v <= 0) return "N/A";
+    return std::to_string(v / 1000) + "." + std::to_string((v % 100) / 10);
+}
+
+// One value per CUDA device of the machine, joined by ';' (Gadgetron's cuda::memory and capabilities).
+template <class F>
+std::string per_device(F value) {
+    std::string out;
+    const size_t n = cuda_devices().size();
+    for (size_t d = 0; d < n; ++d) out += (d ? ";" : "") + value(int(d));
+    return out;
+}
+
 // Gadgetron's print_system_information layout ("  -- Key<padding>: value"), whose lines Gadgetron's
 // integration-test runner (test/integration/run_tests.py) finds with the pattern
 // <marker>\s*:\s+(value), first match, case-insensitive: Version, Git SHA1, System Memory size ("<n>
@@ -61,7 +77,15 @@ std::string info_text(const QueryContext& ctx) {
     if (built_with_cuda()) {
         line("NVCC Flags", nvcc_flags());
         s << "    * Number of CUDA capable devices: " << devices.size() << "\n";
-        for (size_t i = 0; i < devices.size(); ++i) s << "      - Device " << i << ": " << devices[i] << "\n";
+        // Gadgetron's per-device lines, which its test runner reads ("Total amount of global GPU memory").
+        for (size_t i = 0; i < devices.size(); ++i) {
+            const int d = int(i);
+            s << "      - Device " << i << ": " << devices[i] << "\n"
+              << "         + CUDA Driver Version / Runtime Version: " << cuda_version_text(cuda_driver_version())
+              << "/" << cuda_version_text(cuda_runtime_version()) << "\n"
+              << "         + CUDA Capability Major / Minor version number: " << cuda_device_capability(d) << "\n"
+              << "         + Total amount of global GPU memory: " << cuda_device_memory(d) / (1024 * 1024) << " MB\n";
+        }
     }
     line("Backend policy", to_string(ctx.options.backend));
     line("Config directory", ctx.options.config_dir);
@@ -112,8 +136,9 @@ std::string version_string() { return std::string("Larmor ") + LARMOR_VERSION + 
 std::vector<std::string> known_query_keys() {
     return {"gadgetron::version",      "gadgetron::build",       "gadgetron::info",
             "gadgetron::info::memory", "gadgetron::info::cuda",  "gadgetron::info::python",
-            "gadgetron::info::matlab", "gadgetron::cuda::devices", "ismrmrd::version",
-            "larmor::status"};
+            "gadgetron::info::matlab", "gadgetron::cuda::devices", "gadgetron::cuda::driver",
+            "gadgetron::cuda::runtime", "gadgetron::cuda::memory", "gadgetron::cuda::capabilities",
+            "ismrmrd::version",        "larmor::status"};
 }
 
 std::string answer_query(const std::string& raw_key, const QueryContext& ctx) {
@@ -123,9 +148,14 @@ std::string answer_query(const std::string& raw_key, const QueryContext& ctx) {
     if (key == "gadgetron::build") return build_git_sha1();
     if (key == "gadgetron::info") return info_text(ctx);
     if (key == "gadgetron::info::memory") return std::to_string(system_memory_bytes());
-    if (key == "gadgetron::info::cuda") return built_with_cuda() ? "1" : "0";
+    // As Gadgetron: 1 when a CUDA device is there to use, not merely when the build could use one.
+    if (key == "gadgetron::info::cuda") return cuda_devices().empty() ? "0" : "1";
     if (key == "gadgetron::info::python" || key == "gadgetron::info::matlab") return "0";
     if (key == "gadgetron::cuda::devices") return std::to_string(cuda_devices().size());
+    if (key == "gadgetron::cuda::driver") return cuda_version_text(cuda_driver_version());
+    if (key == "gadgetron::cuda::runtime") return cuda_version_text(cuda_runtime_version());
+    if (key == "gadgetron::cuda::memory") return per_device([](int d) { return std::to_string(cuda_device_memory(d)); });
+    if (key == "gadgetron::cuda::capabilities") return per_device(cuda_device_capability);
     if (key == "ismrmrd::version")
         return std::to_string(ISMRMRD_VERSION_MAJOR) + "." + std::to_string(ISMRMRD_VERSION_MINOR) + "." +
                std::to_string(ISMRMRD_VERSION_PATCH);

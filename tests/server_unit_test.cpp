@@ -1,12 +1,15 @@
 // The server's pure parts without a socket: backend choice, query answers, header parsing, quoting.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "chain.pb.h"
 #include "core/backend.h"
 #include "server/backend_select.h"
 #include "server/excerpt.h"
 #include "server/header_parse.h"
 #include "server/queries.h"
+#include "server/system_info.h"
 
 namespace larmor::server {
 namespace {
@@ -65,7 +68,26 @@ TEST(ServerQueryAnswers, InfoAndDeviceCountInGadgetronsFormat) {
     EXPECT_EQ(info.back(), '\n');
     const std::string count = answer_query("gadgetron::cuda::devices", ctx);
     EXPECT_EQ(count, std::to_string(cuda_devices().size()));
-    EXPECT_EQ(answer_query("gadgetron::info::cuda", ctx), info.find("CUDA Support       : YES") != std::string::npos ? "1" : "0");
+    // As Gadgetron's: 1 only when a device is there (a CUDA build on a machine without one answers 0),
+    // and the detail keys per device, joined by ';'.
+    const size_t n = cuda_devices().size();
+    EXPECT_EQ(answer_query("gadgetron::info::cuda", ctx), n ? "1" : "0");
+    const std::string memory = answer_query("gadgetron::cuda::memory", ctx),
+                      capabilities = answer_query("gadgetron::cuda::capabilities", ctx);
+    EXPECT_EQ(size_t(std::count(memory.begin(), memory.end(), ';')), n ? n - 1 : 0) << memory;
+    EXPECT_EQ(size_t(std::count(capabilities.begin(), capabilities.end(), ';')), n ? n - 1 : 0) << capabilities;
+    if (n) {
+        EXPECT_EQ(std::stoull(memory), cuda_device_memory(0));
+        EXPECT_NE(capabilities.find('.'), std::string::npos) << capabilities;
+        EXPECT_NE(answer_query("gadgetron::cuda::driver", ctx), "N/A");
+        EXPECT_NE(info.find("Total amount of global GPU memory: "), std::string::npos) << info;
+    } else {
+        EXPECT_EQ(memory, "");
+        EXPECT_EQ(capabilities, "");
+    }
+    if (!built_with_cuda()) {
+        EXPECT_EQ(answer_query("gadgetron::cuda::runtime", ctx), "N/A");
+    }
     EXPECT_EQ(answer_query("ismrmrd::version", ctx), "1.8.0");
     EXPECT_GT(std::stoull(answer_query("gadgetron::info::memory", ctx)), 0u);
 }
