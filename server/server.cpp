@@ -182,10 +182,16 @@ void Server::reject(boost::asio::ip::tcp::socket socket) {
     boost::system::error_code ec;
     const auto peer = socket.remote_endpoint(ec);
     const size_t max = env_->options.max_sessions;
-    std::ostringstream who;
-    if (!ec) who << peer;
-    spdlog::warn("turning away {}: {} sessions active (--max-sessions {})", ec ? std::string("a client") : who.str(),
-                 env_->stats.sessions_active.load(), max);
+    uint64_t left_out = 0;
+    if (turn_away_log_.allow(left_out)) {  // a burst of connections must not write a line each
+        std::ostringstream who;
+        if (!ec) who << peer;
+        spdlog::warn("turning away {}: {} sessions active (--max-sessions {}){}", ec ? std::string("a client") : who.str(),
+                     env_->stats.sessions_active.load(), max,
+                     left_out ? "; " + std::to_string(left_out) +
+                                    " turned away before this one were not logged (at most 20 lines per 10 s)"
+                              : std::string());
+    }
     send_refusal(std::move(socket), "[Server] ERROR: larmor-server is at its session limit (--max-sessions " +
                                         std::to_string(max) + "); try again later");
 }
@@ -274,6 +280,14 @@ void Server::begin_shutdown(int signal_number) {
                  env_->options.shutdown_grace.count(), sessions_.size());
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    // A connection that has not sent a whole message has nothing to finish: it must not hold the grace.
+    size_t silent = 0;
+    for (auto& r : sessions_)
+        if (!r.session->heard_from() && !r.session->finished()) {
+            r.session->request_stop();
+            ++silent;
+        }
+    if (silent) spdlog::info("ended {} connection(s) that had sent nothing", silent);
     grace_deadline_ = std::chrono::steady_clock::now() + env_->options.shutdown_grace;
     shutdown_tick();
 }

@@ -69,6 +69,7 @@ private:
     std::shared_ptr<SessionEnvironment> env_;
     AccessList access_;
     LogThrottle refusal_log_{20, std::chrono::seconds(10)};  // refused-by---allow lines
+    LogThrottle turn_away_log_{20, std::chrono::seconds(10)};  // over---max-sessions lines
     // Before ioc_: handlers destroyed with ioc_ (a pending rejection) may still decrement it.
     size_t rejections_in_flight_ = 0;
     boost::asio::io_context ioc_;

@@ -186,6 +186,7 @@ void Session::serve() {
         wire::WireMessage msg;
         try {
             msg = wire::read_message(reader_, env_->options.limits);
+            heard_from_ = true;
         } catch (const std::exception& e) {
             env_->stats.bytes_received += reader_.bytes_read() - start;
             const uint64_t into = reader_.bytes_read() - start;

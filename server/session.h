@@ -71,6 +71,9 @@ public:
         uint64_t acquisitions = 0, images = 0;
     };
     Live live() const;
+    // Whether a whole message has arrived from the client yet (thread-safe): at shutdown a connection
+    // that has sent nothing is ended at once instead of holding the grace period.
+    bool heard_from() const { return heard_from_; }
 
 private:
     enum class State {
@@ -146,6 +149,7 @@ private:
     bool replied_ = false;  // reply_and_close has begun: a later error could only follow its CLOSE
     std::atomic<bool> stop_requested_{false};
     std::atomic<bool> finished_{false};
+    std::atomic<bool> heard_from_{false};
     bool slot_released_ = false;
 
     std::atomic<uint64_t> acquisitions_{0};

@@ -840,6 +840,39 @@ TEST(ServerLifecycle, SigtermEndsSessionsAndExitsZero) {
     EXPECT_EQ(stopped.get(), 0);
 }
 
+// A connection that has sent nothing does not hold the shutdown for the grace period (60 s here).
+TEST(ServerLifecycle, SigtermDoesNotWaitForSilentConnections) {
+    ServerProcess server({"--shutdown-grace", "60"});
+    WireConnection silent(server.port());
+    WireConnection half(server.port());
+    half.send_bytes(std::vector<uint8_t>{1, 0});  // two bytes of a message id: not a whole message
+    std::this_thread::sleep_for(300ms);  // both accepted
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(server.stop(SIGTERM, std::chrono::seconds(60)), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+    EXPECT_NE(server.log().find("ended 2 connection(s) that had sent nothing"), std::string::npos) << server.log();
+}
+
+// A burst of connections over --max-sessions is logged in a throttled few lines, every one still
+// counted and answered.
+TEST(ServerLifecycle, ABurstOverTheSessionLimitIsLoggedInAFewLines) {
+    ServerProcess server({"--max-sessions", "1"});
+    WireConnection holder(server.port());
+    holder.send(wire::ConfigFile{"counter"});
+    holder.send(wire::Query{0, 1, "gadgetron::version"});
+    ASSERT_TRUE(std::holds_alternative<wire::Response>(holder.receive()));
+    constexpr int kBurst = 60;
+    for (int i = 0; i < kBurst; ++i) {
+        WireConnection c(server.port(), 30s);
+        expect_error_reply(c, {"session limit"});
+    }
+    const std::string log = server.log();
+    size_t lines = 0;
+    for (size_t at = 0; (at = log.find("turning away", at)) != std::string::npos; ++at) ++lines;
+    EXPECT_LE(lines, 21u) << log;
+    EXPECT_GE(lines, 1u);
+}
+
 TEST(ServerLifecycle, SigtermLetsARunningSessionFinish) {
     ServerProcess server({"--shutdown-grace", "60"});
     WireConnection c(server.port());
