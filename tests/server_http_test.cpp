@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "tests/support/server_process.h"
 #include "tests/support/small_scan.h"
 
@@ -125,6 +126,21 @@ TEST(ServerHttp, MetricsFollowARunningSession) {
     EXPECT_GE(std::strtod(after.c_str() + after.find(' ', at) + 1, nullptr), double(acquisitions.size()));
     const std::string page = http_request(http, "/").body;
     EXPECT_NE(page.find("<td>1</td>"), std::string::npos) << page;  // one image sent, one session
+}
+
+// On a GPU machine each device of --devices reports its budget and the driver's total and free memory.
+TEST(ServerHttp, DeviceMemoryOnAGpuMachine) {
+    if (cuda_devices().empty()) GTEST_SKIP() << "no CUDA device";
+    ServerProcess server({"--http-port", "0", "--devices", "0"});
+    const std::string m = http_request(server.http_port(), "/metrics").body;
+    const double total = sample(m, "larmor_device_memory_bytes{device=\"0\",state=\"total\"}"),
+                 free = sample(m, "larmor_device_memory_bytes{device=\"0\",state=\"free\"}");
+    EXPECT_EQ(total, double(cuda_device_memory(0))) << m;
+    EXPECT_GT(free, 0) << m;
+    EXPECT_LE(free, total);
+    EXPECT_GT(sample(m, "larmor_device_memory_budget_bytes{device=\"0\",state=\"limit\"}"), 0) << m;
+    EXPECT_EQ(sample(m, "larmor_device_sessions{device=\"0\"}"), 0);
+    EXPECT_NE(http_request(server.http_port(), "/").body.find("<td>GPU 0</td>"), std::string::npos);
 }
 
 // A session that fails counts as failed, and /readyz turns 503 at the session limit.
