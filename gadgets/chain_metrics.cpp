@@ -7,15 +7,15 @@
 namespace larmor {
 namespace {
 
-struct Registry {
+struct ChainMetricsRegistry {
     std::mutex lock;
     std::map<std::string, std::unique_ptr<GadgetTiming>> timings;
     std::map<uint64_t, QueueReporter> reporters;
     uint64_t next_reporter = 1;
 };
 
-Registry& registry() {
-    static Registry r;
+ChainMetricsRegistry& chain_metrics_registry() {
+    static ChainMetricsRegistry r;
     return r;
 }
 
@@ -30,7 +30,7 @@ void GadgetTiming::record(double seconds) {
 }
 
 GadgetTiming& gadget_timing(const std::string& name) {
-    Registry& r = registry();
+    ChainMetricsRegistry& r = chain_metrics_registry();
     std::lock_guard<std::mutex> g(r.lock);
     std::unique_ptr<GadgetTiming>& t = r.timings[name];
     if (!t) t = std::make_unique<GadgetTiming>();
@@ -38,7 +38,7 @@ GadgetTiming& gadget_timing(const std::string& name) {
 }
 
 uint64_t register_queue_reporter(QueueReporter reporter) {
-    Registry& r = registry();
+    ChainMetricsRegistry& r = chain_metrics_registry();
     std::lock_guard<std::mutex> g(r.lock);
     const uint64_t id = r.next_reporter++;
     r.reporters.emplace(id, std::move(reporter));
@@ -46,13 +46,13 @@ uint64_t register_queue_reporter(QueueReporter reporter) {
 }
 
 void unregister_queue_reporter(uint64_t id) {
-    Registry& r = registry();
+    ChainMetricsRegistry& r = chain_metrics_registry();
     std::lock_guard<std::mutex> g(r.lock);
     r.reporters.erase(id);
 }
 
 std::vector<GadgetFigures> gadget_figures() {
-    Registry& r = registry();
+    ChainMetricsRegistry& r = chain_metrics_registry();
     std::lock_guard<std::mutex> g(r.lock);
     std::map<std::string, GadgetFigures> out;
     for (const auto& [name, t] : r.timings) {

@@ -15,8 +15,8 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
-constexpr auto kRequestDeadline = std::chrono::seconds(5);
-constexpr size_t kHeaderLimit = 8 * 1024;
+constexpr auto kHttpRequestDeadline = std::chrono::seconds(5);
+constexpr size_t kHttpHeaderLimit = 8 * 1024;
 
 }  // namespace
 
@@ -35,18 +35,18 @@ struct HttpEndpoint::State : std::enable_shared_from_this<HttpEndpoint::State> {
 namespace {
 
 // One request and its reply on one connection, then close.
-class Connection : public std::enable_shared_from_this<Connection> {
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 public:
-    Connection(tcp::socket socket, std::shared_ptr<HttpEndpoint::State> state)
+    HttpConnection(tcp::socket socket, std::shared_ptr<HttpEndpoint::State> state)
         : stream_(std::move(socket)), state_(std::move(state)) {
         ++state_->open;
     }
-    ~Connection() { --state_->open; }
+    ~HttpConnection() { --state_->open; }
 
     void start() {
-        parser_.header_limit(kHeaderLimit);
+        parser_.header_limit(kHttpHeaderLimit);
         parser_.body_limit(0);
-        stream_.expires_after(kRequestDeadline);
+        stream_.expires_after(kHttpRequestDeadline);
         http::async_read(stream_, buffer_, parser_,
                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
     }
@@ -75,7 +75,7 @@ private:
         const size_t length = reply.body.size();
         if (req.method() != http::verb::head) response_.body() = std::move(reply.body);
         response_.content_length(length);
-        stream_.expires_after(kRequestDeadline);
+        stream_.expires_after(kHttpRequestDeadline);
         http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
             beast::error_code ignored;
             self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -83,7 +83,7 @@ private:
     }
 
     beast::tcp_stream stream_;
-    beast::flat_buffer buffer_{kHeaderLimit};
+    beast::flat_buffer buffer_{kHttpHeaderLimit};
     http::request_parser<http::empty_body> parser_;
     http::response<http::string_body> response_;
     std::shared_ptr<HttpEndpoint::State> state_;
@@ -100,7 +100,7 @@ void HttpEndpoint::State::accept_next() {
             if (peer_ec || !self->access.allows(peer.address()) || self->open >= kMaxConnections) {
                 socket.close(peer_ec);  // outside --allow, or too many at once: no answer
             } else {
-                std::make_shared<Connection>(std::move(socket), self)->start();
+                std::make_shared<HttpConnection>(std::move(socket), self)->start();
             }
         }
         self->accept_next();

@@ -17,7 +17,7 @@ namespace larmor::server {
 namespace {
 
 // A label value in Prometheus' text format: backslash, double quote and newline escaped.
-std::string label(const std::string& v) {
+std::string prom_label(const std::string& v) {
     std::string out;
     for (char c : v) {
         if (c == '\\' || c == '"') out += '\\';
@@ -31,7 +31,7 @@ std::string label(const std::string& v) {
 }
 
 // Counts and byte sizes exactly (a 17.7 GiB limit is not 1.77e+10), fractions to 9 digits.
-std::string number(double v) {
+std::string prom_number(double v) {
     char b[40];
     if (v == std::floor(v) && std::fabs(v) < 9e15)
         std::snprintf(b, sizeof b, "%.0f", v);
@@ -40,7 +40,7 @@ std::string number(double v) {
     return b;
 }
 
-class Text {
+class PrometheusText {
 public:
     void family(const char* name, const char* type, const char* help) {
         s_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
@@ -48,7 +48,7 @@ public:
     void sample(const std::string& name, const std::string& labels, double v) {
         s_ << name;
         if (!labels.empty()) s_ << '{' << labels << '}';
-        s_ << ' ' << number(v) << '\n';
+        s_ << ' ' << prom_number(v) << '\n';
     }
     // A family of one unlabelled sample.
     void single(const char* name, const char* type, const char* help, double v) {
@@ -61,14 +61,14 @@ private:
     std::ostringstream s_;
 };
 
-void memory_samples(Text& t, const std::string& name, const std::string& labels, const MemoryBudget& b) {
+void prom_memory_samples(PrometheusText& t, const std::string& name, const std::string& labels, const MemoryBudget& b) {
     const std::string sep = labels.empty() ? "" : ",";
     t.sample(name, labels + sep + "state=\"limit\"", double(b.limit()));
     t.sample(name, labels + sep + "state=\"in_use\"", double(b.in_use()));
     t.sample(name, labels + sep + "state=\"peak\"", double(b.peak()));
 }
 
-std::string html_escape(const std::string& v) {
+std::string html_escaped(const std::string& v) {
     std::string out;
     for (char c : v) {
         switch (c) {
@@ -91,19 +91,19 @@ std::string html_escape(const std::string& v) {
     return out;
 }
 
-std::string fixed(double v, int digits) {
+std::string fixed_digits(double v, int digits) {
     char b[40];
     std::snprintf(b, sizeof b, "%.*f", digits, v);
     return b;
 }
 
-std::string mib(double bytes) {
+std::string mib_text(double bytes) {
     char b[32];
     std::snprintf(b, sizeof b, "%.1f MiB", bytes / 1048576.0);
     return b;
 }
 
-std::string status_page(const StatusSources& src) {
+std::string status_page_html(const StatusSources& src) {
     const ServerStats& st = src.query.stats;
     const std::string problems = readiness_problems(src);
     std::ostringstream p;
@@ -112,33 +112,34 @@ std::string status_page(const StatusSources& src) {
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}"
          "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.ok{color:#080}.no{color:#b00}</style>"
          "</head><body><h1>Larmor</h1><p>"
-      << html_escape(version_string()) << ", up " << fixed(st.uptime_seconds(), 0) << " s. "
-      << (problems.empty() ? "<b class=\"ok\">ready</b>" : "<b class=\"no\">not ready</b>: " + html_escape(problems))
+      << html_escaped(version_string()) << ", up " << fixed_digits(st.uptime_seconds(), 0) << " s. "
+      << (problems.empty() ? "<b class=\"ok\">ready</b>" : "<b class=\"no\">not ready</b>: " + html_escaped(problems))
       << "</p><table><tr><th>sessions</th><th>now</th><th>total</th><th>failed</th><th>turned away</th>"
          "<th>refused for memory</th></tr><tr><td></td><td>"
       << st.sessions_active.load() << " of " << src.query.options.max_sessions << "</td><td>"
       << st.sessions_total.load() << "</td><td>" << st.sessions_failed.load() << "</td><td>"
       << st.sessions_rejected.load() << "</td><td>" << st.sessions_over_budget.load() << "</td></tr></table>"
       << "<table><tr><th>traffic</th><th>acquisitions</th><th>received</th><th>images sent</th></tr><tr><td></td><td>"
-      << st.acquisitions.load() << "</td><td>" << mib(double(st.bytes_received.load())) << "</td><td>"
+      << st.acquisitions.load() << "</td><td>" << mib_text(double(st.bytes_received.load())) << "</td><td>"
       << st.images_sent.load() << "</td></tr></table>";
     p << "<table><tr><th>memory</th><th>in use</th><th>peak</th><th>limit</th><th>sessions</th><th>free on "
          "device</th></tr>";
     if (src.query.memory) {
         const MemoryBudget& h = *src.query.memory->host();
-        p << "<tr><td>host</td><td>" << mib(double(h.in_use())) << "</td><td>" << mib(double(h.peak())) << "</td><td>"
-          << mib(double(h.limit())) << "</td><td></td><td></td></tr>";
+        p << "<tr><td>host</td><td>" << mib_text(double(h.in_use())) << "</td><td>" << mib_text(double(h.peak()))
+          << "</td><td>" << mib_text(double(h.limit())) << "</td><td></td><td></td></tr>";
     }
     if (src.query.devices)
         for (const DeviceLoad& d : src.query.devices->load()) {
             p << "<tr><td>GPU " << d.device << "</td>";
             const auto b = src.query.memory ? src.query.memory->device_budget(d.device) : nullptr;
             if (b)
-                p << "<td>" << mib(double(b->in_use())) << "</td><td>" << mib(double(b->peak())) << "</td><td>"
-                  << mib(double(b->limit())) << "</td>";
+                p << "<td>" << mib_text(double(b->in_use())) << "</td><td>" << mib_text(double(b->peak()))
+                  << "</td><td>" << mib_text(double(b->limit())) << "</td>";
             else
                 p << "<td></td><td></td><td></td>";
-            p << "<td>" << d.sessions << "</td><td>" << mib(double(cuda_device_free_memory(d.device))) << "</td></tr>";
+            p << "<td>" << d.sessions << "</td><td>" << mib_text(double(cuda_device_free_memory(d.device)))
+              << "</td></tr>";
         }
     p << "</table>";
     if (src.sessions) {
@@ -146,17 +147,17 @@ std::string status_page(const StatusSources& src) {
         p << "<table><tr><th>session</th><th>client</th><th>chain</th><th>running</th><th>acquisitions</th>"
              "<th>images</th><th>last message</th></tr>";
         for (const Session::Live& l : live)
-            p << "<tr><td>" << html_escape(l.id) << "</td><td>" << html_escape(l.peer) << "</td><td>"
-              << html_escape(l.chain.empty() ? "(waiting for its config)" : l.chain) << "</td><td>"
-              << fixed(l.seconds, 1) << " s</td><td>" << l.acquisitions << "</td><td>" << l.images
-              << "</td><td style=\"text-align:left\">" << html_escape(l.last_text) << "</td></tr>";
+            p << "<tr><td>" << html_escaped(l.id) << "</td><td>" << html_escaped(l.peer) << "</td><td>"
+              << html_escaped(l.chain.empty() ? "(waiting for its config)" : l.chain) << "</td><td>"
+              << fixed_digits(l.seconds, 1) << " s</td><td>" << l.acquisitions << "</td><td>" << l.images
+              << "</td><td style=\"text-align:left\">" << html_escaped(l.last_text) << "</td></tr>";
         if (live.empty()) p << "<tr><td colspan=\"7\">no session running</td></tr>";
         p << "</table>";
     }
     p << "<table><tr><th>gadget</th><th>calls</th><th>mean time</th><th>queued now</th></tr>";
     for (const GadgetFigures& g : gadget_figures())
-        p << "<tr><td>" << html_escape(g.name) << "</td><td>" << g.count << "</td><td>"
-          << (g.count ? fixed(g.seconds / double(g.count) * 1e3, 3) + " ms" : std::string("-")) << "</td><td>"
+        p << "<tr><td>" << html_escaped(g.name) << "</td><td>" << g.count << "</td><td>"
+          << (g.count ? fixed_digits(g.seconds / double(g.count) * 1e3, 3) + " ms" : std::string("-")) << "</td><td>"
           << g.queued << "</td></tr>";
     if (src.errors) {
         const auto errors = src.errors->newest_first();
@@ -167,8 +168,8 @@ std::string status_page(const StatusSources& src) {
             gmtime_r(&t, &utc);
             char when[32];
             std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &utc);
-            p << "<tr><td>" << when << "</td><td>" << html_escape(e.session) << "</td><td style=\"text-align:left\">"
-              << html_escape(e.text) << "</td></tr>";
+            p << "<tr><td>" << when << "</td><td>" << html_escaped(e.session) << "</td><td style=\"text-align:left\">"
+              << html_escaped(e.text) << "</td></tr>";
         }
         if (errors.empty()) p << "<tr><td colspan=\"3\">none</td></tr>";
     }
@@ -193,9 +194,9 @@ std::string readiness_problems(const StatusSources& src) {
 
 std::string prometheus_metrics(const StatusSources& src) {
     const ServerStats& st = src.query.stats;
-    Text t;
+    PrometheusText t;
     t.family("larmor_info", "gauge", "Version of the server (the value is 1).");
-    t.sample("larmor_info", "version=\"" + label(LARMOR_VERSION) + "\"", 1);
+    t.sample("larmor_info", "version=\"" + prom_label(LARMOR_VERSION) + "\"", 1);
     t.single("larmor_uptime_seconds", "gauge", "Seconds since the server started.", st.uptime_seconds());
     t.single("larmor_ready", "gauge", "1 when a new session would be taken (/readyz).",
              readiness_problems(src).empty() ? 1 : 0);
@@ -217,7 +218,7 @@ std::string prometheus_metrics(const StatusSources& src) {
     t.single("larmor_error_texts_total", "counter", "Error messages sent to clients.", double(st.errors.load()));
     if (src.query.memory) {
         t.family("larmor_host_memory_bytes", "gauge", "The sessions' host memory budget (--memory-limit).");
-        memory_samples(t, "larmor_host_memory_bytes", "", *src.query.memory->host());
+        prom_memory_samples(t, "larmor_host_memory_bytes", "", *src.query.memory->host());
     }
     if (src.query.devices && !src.query.devices->empty()) {
         const auto load = src.query.devices->load();
@@ -229,8 +230,8 @@ std::string prometheus_metrics(const StatusSources& src) {
                      "Each CUDA device's budget (--device-memory-limit).");
             for (const DeviceLoad& d : load)
                 if (const auto b = src.query.memory->device_budget(d.device))
-                    memory_samples(t, "larmor_device_memory_budget_bytes",
-                                   "device=\"" + std::to_string(d.device) + "\"", *b);
+                    prom_memory_samples(t, "larmor_device_memory_budget_bytes",
+                                        "device=\"" + std::to_string(d.device) + "\"", *b);
         }
         t.family("larmor_device_memory_bytes", "gauge", "Each CUDA device's memory as the driver reports it.");
         for (const DeviceLoad& d : load) {
@@ -242,11 +243,11 @@ std::string prometheus_metrics(const StatusSources& src) {
     const std::vector<GadgetFigures> gadgets = gadget_figures();
     t.family("larmor_gadget_seconds", "histogram", "Time of each gadget's process() call, per gadget.");
     for (const GadgetFigures& g : gadgets) {
-        const std::string name = "gadget=\"" + label(g.name) + "\"";
+        const std::string name = "gadget=\"" + prom_label(g.name) + "\"";
         uint64_t cumulative = 0;
         for (size_t b = 0; b < kGadgetTimeBounds.size(); ++b) {
             cumulative += g.buckets[b];
-            t.sample("larmor_gadget_seconds_bucket", name + ",le=\"" + number(kGadgetTimeBounds[b]) + "\"",
+            t.sample("larmor_gadget_seconds_bucket", name + ",le=\"" + prom_number(kGadgetTimeBounds[b]) + "\"",
                      double(cumulative));
         }
         t.sample("larmor_gadget_seconds_bucket", name + ",le=\"+Inf\"", double(g.count));
@@ -255,7 +256,7 @@ std::string prometheus_metrics(const StatusSources& src) {
     }
     t.family("larmor_gadget_queued_messages", "gauge", "Messages waiting in front of each gadget, over all sessions.");
     for (const GadgetFigures& g : gadgets)
-        t.sample("larmor_gadget_queued_messages", "gadget=\"" + label(g.name) + "\"", double(g.queued));
+        t.sample("larmor_gadget_queued_messages", "gadget=\"" + prom_label(g.name) + "\"", double(g.queued));
     if (src.cache) {
         const PrecomputeCache::Stats c = src.cache->stats();
         t.family("larmor_precompute_cache_lookups_total", "counter",
@@ -284,7 +285,7 @@ HttpReply http_status_reply(const std::string& target, const StatusSources& src)
     }
     if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus_metrics(src)};
     if (path == "/status") return {200, "application/json", answer_query("larmor::status", src.query) + "\n"};
-    if (path == "/" || path == "/index.html") return {200, "text/html; charset=utf-8", status_page(src)};
+    if (path == "/" || path == "/index.html") return {200, "text/html; charset=utf-8", status_page_html(src)};
     return {404, "text/plain; charset=utf-8",
             "no page '" + path.substr(0, 200) + "'; see / /healthz /readyz /metrics /status\n"};
 }

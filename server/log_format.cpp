@@ -14,7 +14,7 @@
 namespace larmor::server {
 namespace {
 
-void append(spdlog::memory_buf_t& dest, std::string_view s) { dest.append(s.data(), s.data() + s.size()); }
+void append_view(spdlog::memory_buf_t& dest, std::string_view s) { dest.append(s.data(), s.data() + s.size()); }
 
 // A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped; bytes >= 0x80
 // pass as they are (UTF-8 stays UTF-8).
@@ -24,25 +24,25 @@ void append_json_string(spdlog::memory_buf_t& dest, std::string_view s) {
         const auto c = static_cast<unsigned char>(ch);
         switch (c) {
             case '"':
-                append(dest, "\\\"");
+                append_view(dest, "\\\"");
                 break;
             case '\\':
-                append(dest, "\\\\");
+                append_view(dest, "\\\\");
                 break;
             case '\n':
-                append(dest, "\\n");
+                append_view(dest, "\\n");
                 break;
             case '\r':
-                append(dest, "\\r");
+                append_view(dest, "\\r");
                 break;
             case '\t':
-                append(dest, "\\t");
+                append_view(dest, "\\t");
                 break;
             default:
                 if (c < 0x20) {
                     char u[8];
                     std::snprintf(u, sizeof u, "\\u%04x", c);
-                    append(dest, u);
+                    append_view(dest, u);
                 } else {
                     dest.push_back(ch);
                 }
@@ -52,7 +52,7 @@ void append_json_string(spdlog::memory_buf_t& dest, std::string_view s) {
 }
 
 // "s12" and the like: the server's session ids.
-bool is_session_id(std::string_view s) {
+bool looks_like_session_id(std::string_view s) {
     if (s.size() < 2 || s[0] != 's') return false;
     for (size_t i = 1; i < s.size(); ++i)
         if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
@@ -74,35 +74,35 @@ public:
         std::string_view message(msg.payload.data(), msg.payload.size());
         std::string_view session, peer;
         const size_t space = logger.find(' ');
-        if (space != std::string_view::npos && is_session_id(logger.substr(0, space))) {
+        if (space != std::string_view::npos && looks_like_session_id(logger.substr(0, space))) {
             session = logger.substr(0, space);
             peer = logger.substr(space + 1);
         } else if (message.size() > 3 && message[0] == '[') {
             const size_t close = message.find(']');
-            if (close != std::string_view::npos && is_session_id(message.substr(1, close - 1))) {
+            if (close != std::string_view::npos && looks_like_session_id(message.substr(1, close - 1))) {
                 session = message.substr(1, close - 1);
                 message.remove_prefix(close + 1);
                 while (!message.empty() && message.front() == ' ') message.remove_prefix(1);
             }
         }
-        append(dest, "{\"time\": \"");
-        append(dest, when);
-        append(dest, "\", \"level\": ");
+        append_view(dest, "{\"time\": \"");
+        append_view(dest, when);
+        append_view(dest, "\", \"level\": ");
         const auto level = spdlog::level::to_string_view(msg.level);
         append_json_string(dest, std::string_view(level.data(), level.size()));
-        append(dest, ", \"logger\": ");
+        append_view(dest, ", \"logger\": ");
         append_json_string(dest, space != std::string_view::npos && !session.empty() ? "session" : logger);
         if (!session.empty()) {
-            append(dest, ", \"session\": ");
+            append_view(dest, ", \"session\": ");
             append_json_string(dest, session);
         }
         if (!peer.empty()) {
-            append(dest, ", \"peer\": ");
+            append_view(dest, ", \"peer\": ");
             append_json_string(dest, peer);
         }
-        append(dest, ", \"message\": ");
+        append_view(dest, ", \"message\": ");
         append_json_string(dest, message);
-        append(dest, "}\n");
+        append_view(dest, "}\n");
     }
 
     std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
