@@ -108,9 +108,9 @@ Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, b
 
 Session::~Session() = default;
 
-void Session::set_live_chain() {
+void Session::set_chain_name(std::string name) {
     std::lock_guard<std::mutex> g(live_lock_);
-    live_chain_ = chain_name_;
+    chain_name_ = std::move(name);
 }
 
 Session::Live Session::live() const {
@@ -119,7 +119,7 @@ Session::Live Session::live() const {
     l.peer = peer_;
     {
         std::lock_guard<std::mutex> g(live_lock_);
-        l.chain = live_chain_;
+        l.chain = chain_name_;
         l.last_text = live_text_;
     }
     l.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
@@ -281,8 +281,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
         if (auto id = noise_dependency_query_id(text)) {
             dependency_query_ = true;
             dependency_id_ = std::move(*id);
-            chain_name_ = "NoiseSummaryGadget (dependency query)";
-            set_live_chain();
+            set_chain_name("NoiseSummaryGadget (dependency query)");
             log_->info("noise dependency query for measurement '{}'", excerpt(dependency_id_));
             state_ = State::AwaitHeader;
             return;
@@ -291,8 +290,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
     try {
         config::Chain chain = is_file ? env_->chains->get(text)
                                       : parse_chain(text, "CONFIG_SCRIPT");
-        chain_name_ = is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name());
-        set_live_chain();
+        set_chain_name(is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name()));
         const BackendPolicy policy = env_->options.backend;
         const bool may_use_cuda = policy != BackendPolicy::Cpu && chain.backend() != config::BACKEND_CPU;
         const bool cuda_usable = may_use_cuda && !env_->devices->empty() && cuda_available();

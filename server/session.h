@@ -120,7 +120,8 @@ private:
     // Gives the session's place under --max-sessions back (once; the server took it at accept).
     void release_slot();
 
-    void set_live_chain();  // copies chain_name_ for live()
+    // chain_name_ is written only here, under live_lock_; the session's own thread reads it without.
+    void set_chain_name(std::string name);
     // Called by the chain's last gadget thread with each output message.
     void deliver(Message msg);
     bool send(const wire::WireMessage& msg);
@@ -155,8 +156,8 @@ private:
     std::atomic<uint64_t> acquisitions_{0};
     uint64_t waveforms_ = 0, discarded_ = 0;
     const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
-    mutable std::mutex live_lock_;  // live_chain_, live_text_: read by the status page's thread
-    std::string live_chain_, live_text_;
+    mutable std::mutex live_lock_;  // chain_name_'s writes, live_text_: live() reads them from another thread
+    std::string live_text_;
     bool header_received_ = false;
     // What became of each acquisition (gadgets/acquisition_ledger.h): the gadgets record theirs
     // through the SessionContext, the session what it drops itself.
