@@ -1,7 +1,7 @@
 // Spirit: SPIRiT on each Cartesian recon buffer. Kernels from the calibration region (core/coils/spirit.h:
 // one Cholesky for all coils; 3D scans per readout position after an inverse FFT along the readout),
-// then the coil images by l1-SPIRiT's POCS (core/recon/l1_spirit.h) or CG-SPIRiT (core/recon/cg_spirit.h),
-// combined with ESPIRiT maps or by the root sum of squares. The loop, progress, deadline and meta are the
+// then the coil images by l1-SPIRiT's POCS (core/recon/l1_spirit.h), its penalised form by FISTA
+// (core/recon/l1_spirit_fista.h) or CG-SPIRiT (core/recon/cg_spirit.h), combined with ESPIRiT maps or by the root sum of squares. The loop, progress, deadline and meta are the
 // shared solver loop's (gadgets/iterative/solver_loop.h).
 #include <chrono>
 #include <string>
@@ -13,6 +13,7 @@
 #include "core/coils/spirit.h"
 #include "core/recon/cg_spirit.h"
 #include "core/recon/l1_spirit.h"
+#include "core/recon/l1_spirit_fista.h"
 #include "core/recon/l1_spirit_slabs.h"
 #include "gadgets/calibration_provenance.h"
 #include "gadgets/chain_config.h"
@@ -44,6 +45,7 @@ struct SpiritGadgetSettings {
     SolverKnobs solver;
     coils::SpiritSettings kernels;
     L1SpiritSettings pocs;
+    L1SpiritFistaSettings fista;
     float consistency_lambda = 1.f;
     config::Spirit::Combine combine = config::Spirit::COMBINE_ESPIRIT;
     coils::EspiritSettings espirit;
@@ -55,7 +57,7 @@ SpiritGadgetSettings settings_of(const config::Spirit& c) {
     s.method = c.method();
     if (c.solver().has_lambda())
         throw ConfigError("Spirit: solver.lambda is CG-SENSE's Tikhonov weight; SPIRiT's weights are l1_lambda "
-                          "(POCS) and consistency_lambda (CG)");
+                          "(POCS, FISTA) and consistency_lambda (CG, FISTA)");
     s.solver = solver_knobs(c.solver(), kGadget);
     if (c.kernel() != 0) {
         if (c.kernel() < 3 || c.kernel() > 9 || c.kernel() % 2 == 0)
@@ -72,19 +74,21 @@ SpiritGadgetSettings settings_of(const config::Spirit& c) {
     if (c.has_l1_lambda()) {
         if (!(c.l1_lambda() >= 0.f && c.l1_lambda() <= 10.f))
             throw ConfigError("Spirit: l1_lambda " + std::to_string(c.l1_lambda()) + " is outside 0..10");
-        s.pocs.lambda = c.l1_lambda();
+        s.pocs.lambda = s.fista.lambda = c.l1_lambda();
     }
     if (c.wavelet_levels() < 0 || c.wavelet_levels() > 16)
         throw ConfigError("Spirit: wavelet_levels " + std::to_string(c.wavelet_levels()) + " is outside 0..16");
     s.pocs.levels = c.wavelet_levels() == 0 ? -1 : c.wavelet_levels();
     s.pocs.cycle_spinning = !c.fixed_wavelet();
-    s.pocs.iterations = s.solver.iterations;
-    s.pocs.tolerance = s.solver.tolerance;
+    s.pocs.iterations = s.fista.iterations = s.solver.iterations;
+    s.pocs.tolerance = s.fista.tolerance = s.solver.tolerance;
+    s.fista.levels = s.pocs.levels;
+    s.fista.cycle_spinning = s.pocs.cycle_spinning;
     if (c.consistency_lambda() != 0.f) {
         if (!(c.consistency_lambda() > 0.f && c.consistency_lambda() <= 1e4f))
             throw ConfigError("Spirit: consistency_lambda " + std::to_string(c.consistency_lambda()) +
                               " is outside (0, 1e4]");
-        s.consistency_lambda = c.consistency_lambda();
+        s.consistency_lambda = s.fista.consistency_lambda = c.consistency_lambda();
     }
     s.combine = c.combine();
     s.espirit = espirit_settings(c.espirit(), kGadget);
@@ -95,24 +99,31 @@ SpiritGadgetSettings settings_of(const config::Spirit& c) {
     return s;
 }
 
-// The relative change of POCS (of the whole volume when it is split into slabs) and the residual of
-// CG, seen alike by the solver loop.
+// The relative change of POCS (of the whole volume when it is split into slabs) and of FISTA, and the
+// residual of CG, seen alike by the solver loop.
 class SpiritSolver final : public ResidualAlg {
 public:
     explicit SpiritSolver(Pocs& p) : pocs_(&p) {}
     explicit SpiritSolver(L1SpiritSlabs& s) : slabs_(&s) {}
+    explicit SpiritSolver(Fista& f) : fista_(&f) {}
     explicit SpiritSolver(ConjugateGradient& cg) : cg_(&cg) {}
-    void update() override { pocs_ ? pocs_->update() : slabs_ ? slabs_->update() : cg_->update(); }
-    bool done() const override { return pocs_ ? pocs_->done() : slabs_ ? slabs_->done() : cg_->done(); }
-    int iteration() const override {
-        return pocs_ ? pocs_->iteration() : slabs_ ? slabs_->iteration() : cg_->iteration();
-    }
+    void update() override { alg().update(); }
+    bool done() const override { return alg().done(); }
+    int iteration() const override { return alg().iteration(); }
     const std::vector<double>& residuals() const override {
-        return pocs_ ? pocs_->residuals() : slabs_ ? slabs_->residuals() : cg_->residuals();
+        return pocs_ ? pocs_->residuals() : slabs_ ? slabs_->residuals() : fista_ ? fista_->residuals() : cg_->residuals();
     }
+
 private:
+    Alg& alg() const {
+        if (pocs_) return *pocs_;
+        if (slabs_) return *slabs_;
+        if (fista_) return *fista_;
+        return *cg_;
+    }
     Pocs* pocs_ = nullptr;
     L1SpiritSlabs* slabs_ = nullptr;
+    Fista* fista_ = nullptr;
     ConjugateGradient* cg_ = nullptr;
 };
 
@@ -123,13 +134,15 @@ public:
     // G: C per-voxel matrices of C entries = C coil-sized arrays (its adjoint layout as many again for
     // CG); merged data, hybrid data, the coil images, the solver's workspaces (POCS: the previous
     // iterate, the FFT's, the wavelet's, the SPIRiT step's, the measured data: 5; CG: r, p, Ap, b and
-    // the stacked residual: 6), the ESPIRiT maps and their work (3): 12 more.
+    // the stacked residual: 6; FISTA: A^H y, z, the gradient, the next iterate, the stacked output and the
+    // normal operator's, the wavelet's: 7), the ESPIRiT maps and their work (3): 12 more (13 for FISTA).
     uint64_t working_set(const ISMRMRD::IsmrmrdHeader& h) const override {
         uint64_t coils = 1;
         if (h.acquisitionSystemInformation && h.acquisitionSystemInformation->receiverChannels)
             coils = std::max<uint64_t>(*h.acquisitionSystemInformation->receiverChannels, 1);
-        const uint64_t g = s_.method == config::Spirit::METHOD_CG ? 2 * coils : coils;
-        return declared_kspace_bytes(h, saturating_add(g, 12));
+        const bool penalised = s_.method != config::Spirit::METHOD_POCS;
+        const uint64_t g = penalised ? 2 * coils : coils;
+        return declared_kspace_bytes(h, saturating_add(g, s_.method == config::Spirit::METHOD_FISTA ? 13 : 12));
     }
 
     // 3D l1-SPIRiT splits its volume into slabs over the session's devices.
@@ -188,6 +201,7 @@ public:
 
         CArray images;
         std::unique_ptr<L1Spirit> pocs;
+        std::unique_ptr<L1SpiritFista> fista;
         std::unique_ptr<L1SpiritSlabs> split;
         CgSpirit cg;
         std::unique_ptr<SpiritSolver> solver;
@@ -195,6 +209,10 @@ public:
             cg = cg_spirit(backend_, data, mask, g, s_.consistency_lambda, s_.solver.cg());
             images = cg.images;
             solver = std::make_unique<SpiritSolver>(*cg.solver);
+        } else if (s_.method == config::Spirit::METHOD_FISTA) {
+            fista = std::make_unique<L1SpiritFista>(l1_spirit_fista(backend_, data, mask, g, s_.fista));
+            images = fista->images;
+            solver = std::make_unique<SpiritSolver>(*fista->solver);
         } else if (slabs) {
             split = std::make_unique<L1SpiritSlabs>(backends_, data, mask, kernels3d, s_.pocs, s_.slab_slices);
             data = CArray{};  // each slab holds its own part
@@ -219,8 +237,7 @@ public:
             combination = describe(s_.espirit) + " maps";
         }
 
-        const std::string method =
-            s_.method == config::Spirit::METHOD_CG ? "CG-SPIRiT" : (s_.pocs.lambda > 0 ? "l1-SPIRiT" : "POCS SPIRiT");
+        const std::string method = method_name();
         ImageArray img;
         img.acquisitions = rb.acquisitions;
         img.data = to_recon_grid(be, combined, rb.geometry);
@@ -231,13 +248,20 @@ public:
         img.meta.set("LarmorChain", chain_.c_str());
         img.meta.set("LarmorVersion", LARMOR_VERSION);
         SolverKnobs recorded = s_.solver;
-        recorded.lambda = s_.method == config::Spirit::METHOD_CG ? s_.consistency_lambda : s_.pocs.lambda;
+        recorded.lambda = s_.method == config::Spirit::METHOD_CG      ? s_.consistency_lambda
+                          : s_.method == config::Spirit::METHOD_FISTA ? s_.fista.lambda
+                                                                      : s_.pocs.lambda;
         record_solver_meta(img.meta, "Spirit", *solver, recorded, deadline_hit);
         img.meta.set("SpiritMethod", method.c_str());
         img.meta.set("SpiritKernel", long(s_.kernels.kernel));
         img.meta.set("SpiritCalibration", region.str().c_str());
         img.meta.set("SpiritCombination", combination.c_str());
         if (pocs) img.meta.set("SpiritThreshold", double(pocs->threshold));
+        if (fista) {
+            img.meta.set("SpiritThreshold", double(fista->threshold));
+            img.meta.set("SpiritConsistencyLambda", double(s_.fista.consistency_lambda));
+            img.meta.set("SpiritLipschitz", double(fista->lipschitz));
+        }
         if (split) {
             img.meta.set("SpiritThreshold", double(split->threshold()));
             img.meta.set("SpiritSlabs", long(split->slabs().size()));
@@ -262,6 +286,14 @@ public:
     }
 
 private:
+    std::string method_name() const {
+        switch (s_.method) {
+            case config::Spirit::METHOD_CG: return "CG-SPIRiT";
+            case config::Spirit::METHOD_FISTA: return s_.fista.lambda > 0 ? "l1-SPIRiT (penalised, FISTA)" : "SPIRiT (FISTA)";
+            default: return s_.pocs.lambda > 0 ? "l1-SPIRiT" : "POCS SPIRiT";
+        }
+    }
+
     SpiritGadgetSettings s_;
     std::shared_ptr<Backend> backend_;
     std::vector<std::shared_ptr<Backend>> backends_;  // backend_ first, then the session's other devices

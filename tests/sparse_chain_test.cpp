@@ -1,11 +1,12 @@
-// The compressed-sensing chains (config/pics_l1.pbtxt, config/spirit_2d.pbtxt, config/l1spirit_3d.pbtxt)
-// through their gadgets on larmor-phantom's Poisson-disc datasets, 2D and 3D, beside zero-filling and
+// The compressed-sensing chains (config/pics_l1.pbtxt, config/spirit_2d.pbtxt, config/l1spirit_3d.pbtxt,
+// config/l1spirit_fista.pbtxt) through their gadgets on larmor-phantom's Poisson-disc datasets, 2D and 3D, beside zero-filling and
 // CG-SENSE; their configuration checks; and the real R=3 scan through SPIRiT and l1-wavelet SENSE,
 // measured for fold-over as tests/cg_sense_chain_test.cpp measures CG-SENSE.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -80,7 +81,7 @@ std::vector<double> one_image(const Output& o) {
 }
 
 TEST(SparseChains, ShippedChainsParseAndKeepTheAcsLines) {
-    for (const char* name : {"pics_l1", "spirit_2d", "l1spirit_3d"}) {
+    for (const char* name : {"pics_l1", "spirit_2d", "l1spirit_3d", "l1spirit_fista"}) {
         const config::Chain c = load_chain_file(LARMOR_SOURCE_DIR "/config", name);
         bool keeps = false, recon = false;
         for (const auto& g : c.gadget()) {
@@ -146,14 +147,17 @@ TEST(SparseChains, TwoDimensionalPoissonPhantom) {
     cg_cfg.set_method(config::Spirit::METHOD_CG);
     cg_cfg.mutable_solver()->set_iterations(30);
     const double cgs = nrmse(one_image(run(chain_with(make_spirit(cg_cfg)), ds, "cg_spirit")), truth);
+    const double l1f = nrmse(one_image(run(shipped("l1spirit_fista"), ds, "l1spirit_fista")), truth);
     std::printf("[ sparse ] 2D 128^2, 8 coils, Poisson R=3 + 24 ACS, SNR 40: NRMSE zero-filled %.4f, CG-SENSE %.4f, "
-                "CG-SPIRiT %.4f, l1-SPIRiT %.4f, l1-wavelet SENSE %.4f\n",
-                zf, cg, cgs, l1s, pics);
+                "CG-SPIRiT %.4f, l1-SPIRiT POCS %.4f, l1-SPIRiT FISTA %.4f, l1-wavelet SENSE %.4f\n",
+                zf, cg, cgs, l1s, l1f, pics);
     EXPECT_LT(pics, 0.5 * zf);
     EXPECT_LT(l1s, 0.5 * zf);
+    EXPECT_LT(l1f, 0.5 * zf);
     EXPECT_LT(cgs, 0.5 * zf);
     EXPECT_LT(pics, cg);
     EXPECT_LT(l1s, cg);
+    EXPECT_LT(l1f, std::min(cgs, l1s));
 }
 
 // 3D, 64 x 64 x 32, 8 coils, Poisson disc over (E1, E2) at R = 2 x 2 with a 16 x 16 calibration block:
@@ -178,20 +182,32 @@ TEST(SparseChains, ThreeDimensionalPoissonPhantom) {
     const double cg = nrmse(one_image(run(chain_with(make_cg_sense({})), ds, "cg_sense")), truth);
     const double pics = nrmse(one_image(run(shipped("pics_l1"), ds, "pics_l1")), truth);
     const double l1s = nrmse(one_image(run(shipped("l1spirit_3d"), ds, "l1spirit_3d")), truth);
+    const double l1f = nrmse(one_image(run(shipped("l1spirit_fista"), ds, "l1spirit_fista")), truth);
+    config::Spirit cg_cfg;  // CG-SPIRiT with l1spirit_3d's light calibration weight
+    cg_cfg.set_method(config::Spirit::METHOD_CG);
+    cg_cfg.set_calibration_lambda(0.0003f);
+    cg_cfg.mutable_solver()->set_iterations(30);
+    const double cgs = nrmse(one_image(run(chain_with(make_spirit(cg_cfg)), ds, "cg_spirit")), truth);
     std::printf("[ sparse ] 3D 64x64x32, 8 coils, Poisson R=2x2 + 16x16 ACS, SNR 40: NRMSE zero-filled %.4f, "
-                "CG-SENSE %.4f, l1-SPIRiT %.4f, l1-wavelet SENSE %.4f\n",
-                zf, cg, l1s, pics);
+                "CG-SENSE %.4f, CG-SPIRiT %.4f, l1-SPIRiT POCS %.4f, l1-SPIRiT FISTA %.4f, l1-wavelet SENSE %.4f\n",
+                zf, cg, cgs, l1s, l1f, pics);
     EXPECT_LT(pics, 0.5 * zf);
     EXPECT_LT(l1s, 0.5 * zf);
+    EXPECT_LT(l1f, 0.5 * zf);
     EXPECT_LT(pics, cg);
-    EXPECT_LT(l1s, cg);
+    EXPECT_LT(l1s, std::min(cg, cgs));
+    EXPECT_LT(l1f, std::min(cg, cgs));
     if (!cuda_available()) return;
     // The same chains on the GPU: per-position calibration by cuSOLVER, batched FFTs and wavelets there.
     const double pics_gpu = nrmse(one_image(run(shipped("pics_l1"), ds, "pics_l1", make_cuda_backend(0))), truth);
     const double l1s_gpu = nrmse(one_image(run(shipped("l1spirit_3d"), ds, "l1spirit_3d", make_cuda_backend(0))), truth);
-    std::printf("[ sparse ] 3D on CUDA: l1-SPIRiT %.4f, l1-wavelet SENSE %.4f\n", l1s_gpu, pics_gpu);
+    const double l1f_gpu =
+        nrmse(one_image(run(shipped("l1spirit_fista"), ds, "l1spirit_fista", make_cuda_backend(0))), truth);
+    std::printf("[ sparse ] 3D on CUDA: l1-SPIRiT POCS %.4f, l1-SPIRiT FISTA %.4f, l1-wavelet SENSE %.4f\n", l1s_gpu,
+                l1f_gpu, pics_gpu);
     EXPECT_NEAR(pics_gpu, pics, 2e-3);
     EXPECT_NEAR(l1s_gpu, l1s, 2e-3);
+    EXPECT_NEAR(l1f_gpu, l1f, 2e-3);
 }
 
 // 3D l1-SPIRiT through the gadget with the device count forced (SessionContext::peers: further backends
@@ -242,7 +258,7 @@ TEST(SparseChains, RealR3ScanShowsNoFoldOver) {
     ASSERT_EQ(fft.images.size(), 2u);  // ACS image first, then the zero-filled R=3 image
     const std::vector<double> acs = float_pixels(fft.images[0]), zf = float_pixels(fft.images[1]);
     const test::Aliasing a_zf = test::aliasing(zf, acs, 192, 144);
-    for (const char* chain : {"spirit_2d", "pics_l1"}) {
+    for (const char* chain : {"spirit_2d", "l1spirit_fista", "pics_l1"}) {
         const Output o = run(shipped(chain), ds, chain);
         ASSERT_EQ(o.images.size(), 1u) << chain;
         EXPECT_EQ(o.images[0].head.matrix_size[0], 192);
@@ -269,7 +285,7 @@ TEST(SparseChains, EveryChainRunsThroughTheServerIn2DAnd3D) {
     phantom::write_dataset(three, stem + "-3d.h5");
     test::ServerProcess server({"--backend", "cpu"});
     for (const char* data : {"2d", "3d"})
-        for (const char* chain : {"pics_l1", "spirit_2d", "l1spirit_3d"}) {
+        for (const char* chain : {"pics_l1", "spirit_2d", "l1spirit_3d", "l1spirit_fista"}) {
             const std::string in = stem + "-" + data + ".h5", out = stem + "-" + data + "-" + chain + "-out.h5";
             const auto r = test::run_process({test::client_binary(), "-a", "127.0.0.1", "-p", std::to_string(server.port()),
                                               "-f", in, "-c", chain, "-o", out},

@@ -19,6 +19,9 @@ Fista::Fista(LinOp a, const CArray& aty, std::unique_ptr<Prox> prox, CArray x, f
     if (!(step > 0.f) || !std::isfinite(step)) throw std::invalid_argument("FISTA: step " + std::to_string(step) + " <= 0");
     if (opt_.max_iterations < 1)
         throw std::invalid_argument("FISTA: max_iterations " + std::to_string(opt_.max_iterations) + " < 1");
+    if (!opt_.track_residuals && opt_.tolerance > 0)
+        throw std::invalid_argument("FISTA: tolerance " + std::to_string(opt_.tolerance) +
+                                    " needs the residuals tracked");
     aty_ = be_.to_device(aty);
     z_ = be_.empty(s);
     be_.copy(x_, z_);
@@ -41,12 +44,15 @@ void Fista::update() {
     t_ = t_next;
     // x_k <- x_{k+1} - x_k (the step), z = x_{k+1} + momentum (x_{k+1} - x_k), then x_k <- x_{k+1}.
     be_.xpay(-1.f, next_, x_);
-    be_.norm2(x_, change_);
-    be_.norm2(next_, size_);
+    if (opt_.track_residuals) {
+        be_.norm2(x_, change_);
+        be_.norm2(next_, size_);
+    }
     be_.copy(next_, z_);
     be_.axpy(momentum, x_, z_);
     be_.copy(next_, x_);
     ++iteration_;
+    if (!opt_.track_residuals) return;
     // The step's size arrives while the next iteration is queued (as in core/iter/cg.h).
     std::unique_ptr<Backend::PendingRead> previous = std::move(pending_);
     pending_ = be_.read_async(scalars_);

@@ -19,6 +19,9 @@ struct FistaOptions {
     int max_iterations = 50;
     // Stop once ||x_k - x_{k-1}|| / ||x_k|| <= tolerance (0: run max_iterations).
     double tolerance = 0.0;
+    // false: no change norms and no read back per iteration (residuals() stays {1}; tolerance must be
+    // 0), so iterations queue without the host waiting: what a timed benchmark runs.
+    bool track_residuals = true;
 };
 
 class Fista final : public Alg {

@@ -26,18 +26,22 @@ CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const
     return cg_spirit(std::move(backend), kspace, mask, g, lambda, options);
 }
 
+LinOp spirit_encoding(std::shared_ptr<Backend> backend, const CArray& kspace, const RArray& mask, const CArray& g,
+                      float lambda, const char* who) {
+    const SpiritProblem sp = spirit_problem(who, kspace, mask, g);
+    if (!(lambda > 0.f))
+        throw std::invalid_argument(std::string(who) + ": consistency lambda " + std::to_string(lambda) +
+                                    " should be > 0");
+    const LinOp data = sampled_fft(backend, kspace.shape(), sp.kspace_axes, mask);
+    const LinOp consistency = spirit_consistency(backend, g.reshaped({sp.ro, sp.e1, sp.e2, sp.coils, sp.coils}));
+    return vstack({data, scale(cfloat(std::sqrt(lambda), 0.f), consistency)});
+}
+
 CgSpirit cg_spirit(std::shared_ptr<Backend> backend, const CArray& kspace, const RArray& mask, const CArray& g,
                    float lambda, CGOptions options) {
     const Shape& s = kspace.shape();
-    const SpiritProblem sp = spirit_problem("cg_spirit", kspace, mask, g);
-    const size_t ro = sp.ro, e1 = sp.e1, e2 = sp.e2, nc = sp.coils;
-    if (!(lambda > 0.f)) throw std::invalid_argument("cg_spirit: lambda " + std::to_string(lambda) + " should be > 0");
-    const AxisMask axes = sp.kspace_axes;
-
     CgSpirit p;
-    const LinOp data = sampled_fft(backend, s, axes, mask);
-    const LinOp consistency = spirit_consistency(backend, g.reshaped({ro, e1, e2, nc, nc}));
-    p.encoding = vstack({data, scale(cfloat(std::sqrt(lambda), 0.f), consistency)});
+    p.encoding = spirit_encoding(backend, kspace, mask, g, lambda, "cg_spirit");
     // y = [the sampled k-space; 0]: a consistent image has no SPIRiT residual.
     CArray y = backend->zeros(p.encoding->oshape());
     CArray head = y.view(0, s);

@@ -21,6 +21,12 @@ struct CgSpirit {
     std::unique_ptr<ConjugateGradient> solver;
 };
 
+// The stacked operator [M F; sqrt(lambda) (G - I)] of the penalised SPIRiT problem (CG-SPIRiT's, and
+// the smooth part of l1-SPIRiT's penalised form, core/recon/l1_spirit_fista.h); shapes as cg_spirit
+// below, checked with `who` in the messages.
+LinOp spirit_encoding(std::shared_ptr<Backend> backend, const CArray& kspace, const RArray& mask, const CArray& g,
+                      float lambda, const char* who);
+
 // kspace [RO, E1, 1, C] on the backend, unsampled lines zero; sampled: the E1 lines acquired (1 =
 // sampled); g [RO, E1, C, C] from spirit_image_kernels; lambda > 0 weighs SPIRiT consistency against
 // the data. Throws std::invalid_argument naming the shapes when they do not agree.
