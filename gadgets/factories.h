@@ -15,6 +15,7 @@ std::unique_ptr<Gadget> make_accumulate_trigger(const config::AccumulateTrigger&
 std::unique_ptr<Gadget> make_fft(const config::FFT& cfg);
 std::unique_ptr<Gadget> make_coil_combine(const config::CoilCombine& cfg);
 std::unique_ptr<Gadget> make_image_finish(const config::ImageFinish& cfg);
+std::unique_ptr<Gadget> make_dicom_finish(const config::DicomFinish& cfg);
 std::unique_ptr<Gadget> make_cg_sense(const config::CgSense& cfg);
 std::unique_ptr<Gadget> make_pics_l1(const config::PicsL1& cfg);
 std::unique_ptr<Gadget> make_spirit(const config::Spirit& cfg);

@@ -261,6 +261,15 @@ const std::map<std::string, Translator>& translators() {
                                          : append(c, g).mutable_image_finish();
             f->set_pixel_type(config::PIXEL_USHORT);
         };
+        // DICOM for PACS. Gadgetron's chains put FloatToUShortGadget before it; without an image stage
+        // before it, ImageFinish (magnitude, unsigned short) is added, since DicomFinish takes images.
+        t["DicomFinishGadget"] = [](const XmlGadget& g, config::Chain& c) {
+            if (c.gadget_size() == 0 || !c.gadget(c.gadget_size() - 1).has_image_finish())
+                append(c, XmlGadget{g.name + ".finish", g.classname, {}})
+                    .mutable_image_finish()
+                    ->set_pixel_type(config::PIXEL_USHORT);
+            apply_properties(g, *append(c, g).mutable_dicom_finish(), {});
+        };
         return t;
     }();
     return kTable;

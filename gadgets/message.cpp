@@ -13,6 +13,7 @@ struct KindName {
     const char* operator()(const ImageArray&) const { return "image array"; }
     const char* operator()(const Image&) const { return "image"; }
     const char* operator()(const Text&) const { return "text"; }
+    const char* operator()(const DicomWithName&) const { return "DICOM file"; }
 };
 
 }  // namespace

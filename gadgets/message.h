@@ -20,6 +20,7 @@ namespace larmor {
 // The wire messages, under the names the chain has always used. wire::Acquisition carries samples
 // as std::complex<float>, the same type as cfloat.
 using wire::Acquisition;
+using wire::DicomWithName;
 using wire::Image;
 using wire::Text;
 using wire::Waveform;
@@ -120,8 +121,8 @@ struct ImageArray {
     uint64_t acquisitions = 0;
 };
 
-using Message =
-    std::variant<Acquisition, PendingAcquisition, Waveform, ReconBuffer, TrajectoryBuffer, ImageArray, Image, Text>;
+using Message = std::variant<Acquisition, PendingAcquisition, Waveform, ReconBuffer, TrajectoryBuffer, ImageArray, Image,
+                             Text, DicomWithName>;
 
 // "acquisition", "pending acquisition", ... for logs and errors.
 const char* message_kind(const Message& m);

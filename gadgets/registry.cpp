@@ -16,6 +16,7 @@ std::unique_ptr<Gadget> make_gadget(const config::Gadget& g) {
     case G::kFft: return make_fft(g.fft());
     case G::kCoilCombine: return make_coil_combine(g.coil_combine());
     case G::kImageFinish: return make_image_finish(g.image_finish());
+    case G::kDicomFinish: return make_dicom_finish(g.dicom_finish());
     case G::kCgSense: return make_cg_sense(g.cg_sense());
     case G::kPicsL1: return make_pics_l1(g.pics_l1());
     case G::kSpirit: return make_spirit(g.spirit());

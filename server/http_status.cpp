@@ -110,7 +110,7 @@ std::string status_page_html(const StatusSources& src) {
     p << "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
          "<title>Larmor status</title><style>body{font:14px sans-serif;margin:2em;color:#222}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}"
-         "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.ok{color:#080}.no{color:#b00}</style>"
+         "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.ok{color:#080}.no{color:#b00}img.thumb{height:64px;image-rendering:pixelated;background:#000}</style>"
          "</head><body><h1>Larmor</h1><p>"
       << html_escaped(version_string()) << ", up " << fixed_digits(st.uptime_seconds(), 0) << " s. "
       << (problems.empty() ? "<b class=\"ok\">ready</b>" : "<b class=\"no\">not ready</b>: " + html_escaped(problems))
@@ -145,13 +145,17 @@ std::string status_page_html(const StatusSources& src) {
     if (src.sessions) {
         const std::vector<Session::Live> live = src.sessions();
         p << "<table><tr><th>session</th><th>client</th><th>chain</th><th>running</th><th>acquisitions</th>"
-             "<th>images</th><th>last message</th></tr>";
+             "<th>images</th><th>latest image</th><th>last message</th></tr>";
         for (const Session::Live& l : live)
             p << "<tr><td>" << html_escaped(l.id) << "</td><td>" << html_escaped(l.peer) << "</td><td>"
               << html_escaped(l.chain.empty() ? "(waiting for its config)" : l.chain) << "</td><td>"
               << fixed_digits(l.seconds, 1) << " s</td><td>" << l.acquisitions << "</td><td>" << l.images
+              << "</td><td>"
+              << (l.thumbnail.empty() ? std::string("-")
+                                      : "<img class=\"thumb\" alt=\"latest image of " + html_escaped(l.id) +
+                                            "\" src=\"" + l.thumbnail + "\">")
               << "</td><td style=\"text-align:left\">" << html_escaped(l.last_text) << "</td></tr>";
-        if (live.empty()) p << "<tr><td colspan=\"7\">no session running</td></tr>";
+        if (live.empty()) p << "<tr><td colspan=\"8\">no session running</td></tr>";
         p << "</table>";
     }
     p << "<table><tr><th>gadget</th><th>calls</th><th>mean time</th><th>queued now</th></tr>";

@@ -54,6 +54,16 @@ int main(int argc, char** argv) {
     int read_timeout = 60, write_timeout = 60, grace = 30;
 
     CLI::App app{larmor::server::version_string() + ": streaming MRI reconstruction server"};
+    app.footer(
+        "Clients (larmor-client, gadgetron_ismrmrd_client) connect to --port and name a chain of --config-dir.\n"
+        "Signals: SIGTERM/SIGINT stop accepting and let running sessions finish for --shutdown-grace seconds;\n"
+        "SIGHUP reloads the chains of --config-dir. Exit status: 0 after a clean stop, 1 when it cannot start\n"
+        "(bad flag, port in use, unusable --devices, unreadable TLS files).\n"
+        "Examples:\n"
+        "  larmor-server --port 9002 --http-port 9080 --allow 10.20.0.0/16\n"
+        "  larmor-server --backend cpu --max-sessions 8 --memory-limit 24GiB --log-format json\n"
+        "  curl -s localhost:9080/readyz; larmor-client -p 9002 -Q larmor::status\n"
+        "Manual: the README's sections \"larmor-server(1)\", \"Server options\", \"Limits and security\", \"Monitoring\".");
     app.add_option("--address", options.address,
                    "Address to listen on: 0.0.0.0 all IPv4 interfaces, :: all (IPv6 and IPv4), 127.0.0.1 this machine only")
         ->capture_default_str();

@@ -1,4 +1,5 @@
 #include "server/session.h"
+#include "server/thumbnail.h"
 
 #include <algorithm>
 #include <chrono>
@@ -121,6 +122,7 @@ Session::Live Session::live() const {
         std::lock_guard<std::mutex> g(live_lock_);
         l.chain = chain_name_;
         l.last_text = live_text_;
+        l.thumbnail = live_thumbnail_;
     }
     l.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
     l.acquisitions = acquisitions_.load();
@@ -564,7 +566,22 @@ void Session::deliver(Message msg) {
         return;
     }
     if (auto* image = std::get_if<Image>(&msg)) {
+        // The status page's picture of the latest image, at most once a second (a real-time chain sends
+        // thousands of frames a second; a thumbnail of 256^2 costs about 0.1 ms).
+        const auto now = std::chrono::steady_clock::now();
+        if (now - thumbnail_made_ >= std::chrono::seconds(1)) {
+            thumbnail_made_ = now;
+            std::string thumbnail = thumbnail_data_uri(*image);
+            std::lock_guard<std::mutex> g(live_lock_);
+            live_thumbnail_ = std::move(thumbnail);
+        }
         if (send(std::move(*image))) {
+            ++images_sent_;
+            ++env_->stats.images_sent;
+        }
+    } else if (auto* dicom = std::get_if<DicomWithName>(&msg)) {
+        // A DICOM image (the DicomFinish gadget): counted with the images, as Gadgetron's client does.
+        if (send(std::move(*dicom))) {
             ++images_sent_;
             ++env_->stats.images_sent;
         }
@@ -580,7 +597,7 @@ void Session::deliver(Message msg) {
         else if (const auto* p = std::get_if<PendingAcquisition>(&msg))
             ledger_->discarded("reached the end of the chain unused", p->acq);
         const uint64_t n = ++dropped_outputs_;
-        log_->debug("dropped a {} at the end of the chain ({} so far): only images and text go to the client",
+        log_->debug("dropped a {} at the end of the chain ({} so far): only images, DICOM and text go to the client",
                     message_kind(msg), n);
     }
 }

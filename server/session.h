@@ -67,6 +67,7 @@ public:
     // What the status page shows of a running session; safe from any thread.
     struct Live {
         std::string id, peer, chain, last_text;
+        std::string thumbnail;  // the latest image as a data: URI (server/thumbnail.h); empty before one
         double seconds = 0;
         uint64_t acquisitions = 0, images = 0;
     };
@@ -158,6 +159,8 @@ private:
     const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
     mutable std::mutex live_lock_;  // chain_name_'s writes, live_text_: live() reads them from another thread
     std::string live_text_;
+    std::string live_thumbnail_;  // under live_lock_
+    std::chrono::steady_clock::time_point thumbnail_made_{};
     bool header_received_ = false;
     // What became of each acquisition (gadgets/acquisition_ledger.h): the gadgets record theirs
     // through the SessionContext, the session what it drops itself.

@@ -128,6 +128,32 @@ TEST(ServerHttp, MetricsFollowARunningSession) {
     EXPECT_NE(page.find("<td>1</td>"), std::string::npos) << page;  // one image sent, one session
 }
 
+// The page shows a thumbnail of a running session's latest image (an inline BMP, no other request):
+// a two-repetition scan sends its first image before the client closes.
+TEST(ServerHttp, TheStatusPageShowsTheLatestImageOfARunningSession) {
+    ServerProcess server({"--http-port", "0", "--backend", "cpu"});
+    const uint16_t http = server.http_port();
+    test::SmallScan scan;
+    scan.repetitions = 2;
+    const auto acquisitions = test::small_scan_acquisitions(scan, {1.f, 2.f});
+    test::WireConnection c(server.port(), 60s);
+    c.send(wire::ConfigFile{"cartesian-rss"});
+    c.send(wire::ParameterScript{test::small_scan_header(scan)});
+    for (const auto& a : acquisitions) c.send(a);
+    std::string page;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    do {
+        page = http_request(http, "/").body;
+    } while (page.find("data:image/bmp;base64,") == std::string::npos && std::chrono::steady_clock::now() < deadline);
+    const size_t at = page.find("src=\"data:image/bmp;base64,");
+    ASSERT_NE(at, std::string::npos) << page;
+    EXPECT_NE(page.find("alt=\"latest image of s1\""), std::string::npos) << page;
+    // The picture is a BMP of the scan's 32 x 32 matrix ("Qk" is base64 of "BM").
+    EXPECT_EQ(page.compare(at + 27, 2, "Qk"), 0) << page.substr(at, 80);
+    c.send(wire::Close{});
+    EXPECT_EQ(test::images_by_repetition(c.receive_until_close(), scan).size(), 2u);
+}
+
 // On a GPU machine each device of --devices reports its budget and the driver's total and free memory.
 TEST(ServerHttp, DeviceMemoryOnAGpuMachine) {
     if (cuda_devices().empty()) GTEST_SKIP() << "no CUDA device";

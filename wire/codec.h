@@ -74,7 +74,6 @@ struct Close {};
 struct Query { uint64_t reserved = 0; uint64_t correlation_id = 0; std::string key; };
 struct Response { uint64_t correlation_id = 0; std::string text; };
 struct DependencyQuery { std::string meta_xml; };
-struct DicomWithName { std::vector<uint8_t> dicom; std::string filename; std::string meta_xml; };
 
 using WireMessage = std::variant<ConfigFile, ConfigScript, ParameterScript, Close, Text, Query, Response,
                                  Acquisition, Waveform, Image, DependencyQuery, DicomWithName>;

@@ -43,4 +43,11 @@ struct Text {
     std::string text;
 };
 
+// A DICOM file with its name and the image's meta XML (DICOM_WITHNAME, message 1018, server to client).
+struct DicomWithName {
+    std::vector<uint8_t> dicom;
+    std::string filename;
+    std::string meta_xml;
+};
+
 }  // namespace larmor::wire

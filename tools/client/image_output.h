@@ -38,4 +38,18 @@ private:
     std::set<std::string> used_;
 };
 
+// DICOM files the server sends (DICOM_WITHNAME, from a chain with DicomFinish), saved as they came
+// into a directory under the name the server gave, reduced to a plain file name (no directories, no
+// "..": a server cannot make the client write elsewhere), with a _<n> suffix should one repeat.
+class DicomFileWriter {
+public:
+    explicit DicomFileWriter(std::string dir);
+    // Returns the path written.
+    std::string write(const wire::DicomWithName& d);
+
+private:
+    std::string dir_;
+    std::set<std::string> used_;
+};
+
 }  // namespace larmor::client

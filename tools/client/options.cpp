@@ -21,6 +21,15 @@ std::string date_time_string() {
 std::optional<int> parse_options(int argc, char** argv, Options& opts) {
     CLI::App app{"larmor-client: streams an ISMRMRD HDF5 dataset to a Larmor (or Gadgetron) server and writes "
                  "the returned images to an ISMRMRD HDF5 file (and PNGs)."};
+    app.footer(
+        "Exit status: 0 when the session ended cleanly (CLOSE from the server, no ERROR text, output written),\n"
+        "1 otherwise (unreadable input, connection refused or lost, an error from the server, unwritable output).\n"
+        "Examples:\n"
+        "  larmor-client -a recon.hospital.local -p 9002 -f scan.h5 -c cartesian -o images.h5 --png png/\n"
+        "  larmor-client -p 9002 -f scan.h5 -c cartesian_dicom --dicom dicom/    (DICOM files for PACS)\n"
+        "  larmor-client -p 9002 -f scan.h5 -C mychain.pbtxt -o out.h5           (a local chain file)\n"
+        "  larmor-client -p 9002 -Q larmor::status                                (ask the server, send no data)\n"
+        "Manual: the README's section \"larmor-client(1)\".");
     opts.out_group = date_time_string();
     app.add_option("-a,--address", opts.address, "server host name or address")->capture_default_str();
     app.add_option("-p,--port", opts.port, "server port")->capture_default_str();
@@ -41,6 +50,8 @@ std::optional<int> parse_options(int argc, char** argv, Options& opts) {
         ->type_name("VAR")
         ->allow_extra_args(false);
     app.add_option("--png", opts.png_dir, "also write every returned image as 8-bit greyscale PNG into DIR");
+    app.add_option("--dicom", opts.dicom_dir,
+                   "write the DICOM files the server sends (chains with DicomFinish, e.g. cartesian_dicom) into DIR");
     app.add_option("-t,--timeout", opts.timeout_s, "seconds without traffic before giving up")
         ->capture_default_str()
         ->check(CLI::Range(1u, 86400u * 7));

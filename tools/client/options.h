@@ -21,6 +21,7 @@ struct Options {
     std::optional<std::string> query;    // -Q: send a QUERY with this key instead of data
     std::vector<std::string> send_images;  // --send-images: image variables of the input group sent first
     std::string png_dir;                 // --png: also write every image as PNG here
+    std::string dicom_dir;               // --dicom: write DICOM files the server sends here
     unsigned timeout_s = 600;            // -t: seconds without traffic before giving up
     bool quiet = false;                  // -q
     TlsOptions tls;                      // --tls, --tls-ca, --tls-cert, --tls-key

@@ -9,49 +9,18 @@
 #include <png.h>
 
 #include "image_output.h"
+#include "wire/image_pixels.h"
 
 namespace larmor::client {
 
 namespace {
 
-template <typename T>
-T load(const uint8_t* p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);  // pixel buffers carry no alignment promise
-    return v;
-}
+using wire::window_to_8bit;
 
-// Value of pixel i as displayed: the number itself for real types, the magnitude for complex ones.
+// Pixel i as float; an unknown data_type is named as the PNG writer's.
 float pixel_value(const uint8_t* data, uint16_t type, size_t i) {
-    switch (type) {
-        case 1: return static_cast<float>(load<uint16_t>(data + 2 * i));
-        case 2: return static_cast<float>(load<int16_t>(data + 2 * i));
-        case 3: return static_cast<float>(load<uint32_t>(data + 4 * i));
-        case 4: return static_cast<float>(load<int32_t>(data + 4 * i));
-        case 5: return load<float>(data + 4 * i);
-        case 6: return static_cast<float>(load<double>(data + 8 * i));
-        case 7: return std::abs(load<std::complex<float>>(data + 8 * i));
-        case 8: return static_cast<float>(std::abs(load<std::complex<double>>(data + 16 * i)));
-        default: throw std::invalid_argument("PNG: unknown image data_type " + std::to_string(type));
-    }
-}
-
-// Maps the 0.5th..99.5th percentile window to 0..255, so a few hot pixels do not darken the image.
-std::vector<uint8_t> window_to_8bit(const std::vector<float>& v) {
-    std::vector<float> sorted(v);
-    const size_t n = sorted.size();
-    auto at = [&](double q) {
-        size_t k = static_cast<size_t>(std::lround(q * static_cast<double>(n - 1)));
-        std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
-        return sorted[k];
-    };
-    const float lo = at(0.005), hi = at(0.995);
-    std::vector<uint8_t> out(n, 0);
-    if (!(hi > lo)) return out;  // flat image: black
-    const float scale = 255.f / (hi - lo);
-    for (size_t i = 0; i < n; ++i)
-        out[i] = static_cast<uint8_t>(std::lround(std::clamp((v[i] - lo) * scale, 0.f, 255.f)));
-    return out;
+    if (wire::pixel_bytes(type) == 0) throw std::invalid_argument("PNG: unknown image data_type " + std::to_string(type));
+    return static_cast<float>(wire::pixel_value(data, type, i));
 }
 
 void write_png(const std::string& path, uint32_t width, uint32_t height, const std::vector<uint8_t>& grey) {

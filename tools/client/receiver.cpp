@@ -12,6 +12,7 @@ namespace larmor::client {
 Receiver::Receiver(const Options& opts)
     : opts_(opts), hdf5_(opts.out_file, opts.out_group), texts_(std::cerr, ::isatty(STDERR_FILENO) == 1) {
     if (!opts.png_dir.empty()) png_ = std::make_unique<PngImageWriter>(opts.png_dir);
+    if (!opts.dicom_dir.empty()) dicom_ = std::make_unique<DicomFileWriter>(opts.dicom_dir);
 }
 
 void Receiver::handle(wire::WireMessage& msg, ReceiveResult& result) {
@@ -33,9 +34,13 @@ void Receiver::handle(wire::WireMessage& msg, ReceiveResult& result) {
             std::cerr << "larmor-client: note: dependency query answer (" << dep->meta_xml.size()
                       << " bytes of meta) ignored\n";
     } else if (auto* dicom = std::get_if<wire::DicomWithName>(&msg)) {
-        if (!opts_.quiet)
-            std::cerr << "larmor-client: note: DICOM '" << dicom->filename << "' (" << dicom->dicom.size()
-                      << " bytes) not saved: larmor-client writes images as HDF5 and PNG\n";
+        ++result.dicom_files;
+        if (dicom_) {
+            dicom_->write(*dicom);
+        } else if (!opts_.quiet && result.dicom_files == 1) {
+            std::cerr << "larmor-client: note: the server sends DICOM files ('" << dicom->filename
+                      << "'); give --dicom DIR to save them\n";
+        }
     } else {
         throw wire::ProtocolError("unexpected " + wire::id_name(wire::message_id(msg)) + " from the server");
     }

@@ -14,6 +14,7 @@ namespace larmor::client {
 
 struct ReceiveResult {
     uint64_t images = 0;
+    uint64_t dicom_files = 0;
     uint64_t responses = 0;
     bool closed = false;        // the server sent CLOSE
     bool server_error = false;  // a TEXT from the server (not a progress line) contained "ERROR"
@@ -25,7 +26,7 @@ public:
     explicit Receiver(const Options& opts);
 
     // Reads and handles messages until CLOSE or an error; sets `done` before returning either way.
-    // IMAGE -> HDF5 (and PNG), TEXT -> stderr "[server] ..." (progress lines: see server_text.h),
+    // IMAGE -> HDF5 (and PNG), DICOM_WITHNAME -> a file in --dicom DIR, TEXT -> stderr "[server] ..." (progress lines: see server_text.h),
     // RESPONSE -> stdout.
     ReceiveResult run(wire::ByteReader& in, std::atomic<bool>& done);
 
@@ -35,6 +36,7 @@ private:
     const Options& opts_;
     Hdf5ImageWriter hdf5_;
     std::unique_ptr<PngImageWriter> png_;
+    std::unique_ptr<DicomFileWriter> dicom_;
     ServerTextDisplay texts_;
 };
 

@@ -120,7 +120,11 @@ int run_stream(const Options& opts) {
         std::snprintf(line, sizeof line, "sent %s (%.1f MB) in %.2f s, received %llu images", sent.c_str(),
                       static_cast<double>(out.bytes_sent) / 1e6, out.seconds,
                       static_cast<unsigned long long>(out.received.images));
-        std::cout << line << std::endl;
+        std::cout << line;
+        if (out.received.dicom_files)
+            std::cout << " and " << out.received.dicom_files << " DICOM files"
+                      << (opts.dicom_dir.empty() ? " (not saved: no --dicom)" : " in " + opts.dicom_dir);
+        std::cout << std::endl;
     }
     return finish(errors_of(out, ended_early));
 }
