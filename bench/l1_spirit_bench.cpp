@@ -67,6 +67,24 @@ RArray poisson_mask() {
     return m;
 }
 
+// One warm-up call, then the timed ones: CUDA events on the backend's stream on a GPU (bench/gpu_timing.h),
+// wall clock with a synchronise on the CPU.
+template <class F>
+void timed(benchmark::State& state, bool gpu, larmor::Backend& be, F& call) {
+    call();
+    be.synchronize();
+#ifdef LARMOR_WITH_CUDA
+    if (gpu) larmor::bench::device_timed(state, larmor::cuda::backend_stream(be), call);
+#endif
+    if (!gpu)
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            call();
+            be.synchronize();
+            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+}
+
 void BM_L1SpiritIteration(benchmark::State& state) {
     const bool gpu = state.range(0) != 0;
     const size_t coils = size_t(state.range(1));
@@ -95,18 +113,7 @@ void BM_L1SpiritIteration(benchmark::State& state) {
             fft->adjoint(k, p.images);
         }
     };
-    call();
-    be->synchronize();
-#ifdef LARMOR_WITH_CUDA
-    if (gpu) larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), call);
-#endif
-    if (!gpu)
-        for (auto _ : state) {
-            const auto t0 = std::chrono::steady_clock::now();
-            call();
-            be->synchronize();
-            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
+    timed(state, gpu, *be, call);
     const double n = double(kRo * kE1 * kE2), c = double(coils), a = n * c * 8, gb = n * c * c * 8;
     state.counters["floor_bytes"] = part == 0 ? gb + 6 * a : 0;
     state.SetLabel(be->describe());
@@ -191,18 +198,7 @@ void BM_L1SpiritFistaIteration(benchmark::State& state) {
     settings.track_residuals = false;
     larmor::L1SpiritFista p = larmor::l1_spirit_fista(be, kspace, mask, g, settings);
     auto call = [&] { p.solver->update(); };
-    call();
-    be->synchronize();
-#ifdef LARMOR_WITH_CUDA
-    if (gpu) larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), call);
-#endif
-    if (!gpu)
-        for (auto _ : state) {
-            const auto t0 = std::chrono::steady_clock::now();
-            call();
-            be->synchronize();
-            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
+    timed(state, gpu, *be, call);
     const double n = double(kRo * kE1 * kE2), c = double(coils), a = n * c * 8, gb = n * c * c * 8;
     state.counters["floor_bytes"] = 2 * gb + 8 * a;
     state.SetLabel(be->describe());
