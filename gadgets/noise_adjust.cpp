@@ -253,10 +253,13 @@ private:
             return;
         }
         try {
-            store_->save(measurement_id_, cov);
+            const size_t removed = store_->save(measurement_id_, cov);
             spdlog::info("[{}] NoiseAdjust: stored the noise covariance of measurement '{}' ({} channels, {} samples) "
-                         "in {}",
-                         session_, measurement_id_, cov.channels, cov.samples, store_->path_for(measurement_id_));
+                         "in {}{}",
+                         session_, measurement_id_, cov.channels, cov.samples, store_->path_for(measurement_id_),
+                         removed ? "; removed the " + std::to_string(removed) +
+                                       " oldest to stay within the store's limits"
+                                 : std::string());
         } catch (const std::exception& e) {
             warn(out, "cannot store the noise covariance of measurement '" + measurement_id_ + "': " + e.what());
         }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 #include "wire/messages.h"
 
@@ -142,7 +144,8 @@ NoiseCovariance deserialize(const std::string& bytes, const std::string& path) {
 
 }  // namespace
 
-NoiseDependencyStore::NoiseDependencyStore(std::string directory) : dir_(std::move(directory)) {}
+NoiseDependencyStore::NoiseDependencyStore(std::string directory, NoiseStoreLimits limits)
+    : dir_(std::move(directory)), limits_(limits) {}
 
 std::string NoiseDependencyStore::path_for(const std::string& measurement_id) const {
     if (measurement_id.empty()) throw std::invalid_argument("an empty measurement id cannot name a noise dependency");
@@ -153,7 +156,7 @@ std::string NoiseDependencyStore::path_for(const std::string& measurement_id) co
     return (fs::path(dir_) / ("noise_" + escape_id(measurement_id) + ".cov")).string();
 }
 
-void NoiseDependencyStore::save(const std::string& measurement_id, const NoiseCovariance& cov) const {
+size_t NoiseDependencyStore::save(const std::string& measurement_id, const NoiseCovariance& cov) const {
     const std::string path = path_for(measurement_id);
     const std::string bytes = serialize(cov);
     std::error_code ec;
@@ -176,6 +179,39 @@ void NoiseDependencyStore::save(const std::string& measurement_id, const NoiseCo
         fs::remove(temp, ignored);
         throw std::runtime_error("cannot move '" + temp + "' to '" + path + "': " + ec.message());
     }
+    return prune(path);
+}
+
+size_t NoiseDependencyStore::prune(const std::string& keep) const {
+    struct Entry {
+        fs::path path;
+        fs::file_time_type when;
+        uintmax_t bytes;
+    };
+    std::vector<Entry> entries;
+    uint64_t total = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind("noise_", 0) != 0 || it->path().extension() != ".cov") continue;  // not a stored covariance
+        std::error_code e;
+        const uintmax_t bytes = it->file_size(e);
+        const auto when = it->last_write_time(e);
+        if (e) continue;  // removed meanwhile by a concurrent prune
+        entries.push_back({it->path(), when, bytes});
+        total += bytes;
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.when < b.when; });
+    size_t removed = 0, count = entries.size();
+    for (const Entry& e : entries) {
+        if (total <= limits_.max_bytes && count <= limits_.max_entries) break;
+        if (e.path == fs::path(keep)) continue;
+        std::error_code r;
+        if (fs::remove(e.path, r)) ++removed;
+        total -= std::min<uint64_t>(total, e.bytes);
+        --count;
+    }
+    return removed;
 }
 
 std::optional<NoiseCovariance> NoiseDependencyStore::load(const std::string& measurement_id) const {

@@ -80,6 +80,14 @@ int main(int argc, char** argv) {
                    "Directory of the dependency store: noise covariances of noise-scan sessions, found by later "
                    "sessions that name them as their Noise measurementDependency; empty: none kept")
         ->capture_default_str();
+    app.add_option("--dependency-store-limit", options.dependency_limit,
+                   "Bytes of noise covariances the dependency store keeps (a 1024-channel one is 16 MiB); the oldest "
+                   "are removed first")
+        ->capture_default_str();
+    app.add_option("--dependency-store-entries", options.dependency_entries,
+                   "Noise covariances the dependency store keeps at most; the oldest are removed first")
+        ->check(CLI::Range(size_t(1), size_t(10000000)))
+        ->capture_default_str();
     app.add_option("--precompute-cache-memory", options.precompute_memory,
                    "Memory for trajectory precomputations shared by sessions (Toeplitz Q, density weights, NUFFT "
                    "bins): a size or a percentage of --memory-limit, charged to it (and as much on each GPU); "

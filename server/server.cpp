@@ -41,8 +41,12 @@ Server::Server(ServerOptions options)
                                                   &cuda_device_memory);
     env_->chains = std::make_unique<ChainCatalog>(env_->options.config_dir);
     for (const auto& p : env_->chains->last_report().problems) spdlog::error("chain {}", p);
-    if (!env_->options.dependency_dir.empty())
-        env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir);
+    if (!env_->options.dependency_dir.empty()) {
+        NoiseStoreLimits limits;
+        limits.max_bytes = parse_memory_size(env_->options.dependency_limit, 0, "--dependency-store-limit");
+        limits.max_entries = env_->options.dependency_entries;
+        env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir, limits);
+    }
     PrecomputeCache::Options pc;
     const std::shared_ptr<MemoryBudget>& host = env_->memory->host();
     pc.memory_limit = parse_memory_size(env_->options.precompute_memory, host->limit(), "--precompute-cache-memory");

@@ -26,6 +26,10 @@ struct ServerOptions {
     // host memory (a size or a percentage of --memory-limit, and charged to it) and, with a directory,
     // kept on disk across restarts (at most precompute_disk bytes of files).
     std::string precompute_memory = "1GiB";
+    // The dependency store's bounds (gadgets/noise_dependency_store.h): bytes of covariance files and
+    // their number; the oldest go first.
+    std::string dependency_limit = "1GiB";
+    size_t dependency_entries = 4096;
     std::string precompute_dir;
     std::string precompute_disk = "4GiB";
     std::chrono::seconds read_timeout{60};   // no byte from the client for this long ends the session

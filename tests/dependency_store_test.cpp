@@ -1,7 +1,8 @@
 // The dependency store (gadgets/noise_dependency_store.h) and the noise covariance helpers: exact
-// round trips, ids that cannot leave the directory, damaged files named, coil reordering.
+// round trips, ids that cannot leave the directory, the store's limits, damaged files named, coil reordering.
 #include <unistd.h>
 
+#include <chrono>
 #include <complex>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +95,55 @@ TEST(DependencyStore, IdsNeverNameAPathOutsideTheDirectory) {
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("201 bytes"), std::string::npos) << e.what();
     }
+}
+
+// Bounded by bytes and by count: the oldest covariances go first, the newest always stays, files that
+// are not covariances are left alone.
+TEST(DependencyStore, TheOldestGoWhenTheStoreIsOverItsLimits) {
+    TempDir dir;
+    const size_t one = [&] {  // the size of one 8-channel covariance file
+        const NoiseDependencyStore probe(dir.path() + "/probe");
+        probe.save("x", sample_covariance(8));
+        return size_t(fs::file_size(probe.path_for("x")));
+    }();
+    NoiseStoreLimits by_bytes;
+    by_bytes.max_bytes = 3 * one;
+    const NoiseDependencyStore store(dir.path() + "/bytes", by_bytes);
+    fs::create_directories(dir.path() + "/bytes");
+    std::ofstream(dir.path() + "/bytes/notes.txt") << "not a covariance";
+    ASSERT_TRUE(fs::exists(dir.path() + "/bytes/notes.txt"));
+    size_t removed = 0;
+    for (int i = 0; i < 6; ++i) {
+        removed += store.save("m" + std::to_string(i), sample_covariance(8));
+        // Distinct modification times even on a coarse file system clock.
+        fs::last_write_time(store.path_for("m" + std::to_string(i)),
+                            fs::file_time_type::clock::now() - std::chrono::hours(6 - i));
+    }
+    EXPECT_EQ(removed, 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_FALSE(store.load("m" + std::to_string(i)).has_value()) << i;
+    for (int i = 3; i < 6; ++i) EXPECT_TRUE(store.load("m" + std::to_string(i)).has_value()) << i;
+    EXPECT_TRUE(fs::exists(dir.path() + "/bytes/notes.txt"));
+
+    NoiseStoreLimits by_count;
+    by_count.max_entries = 2;
+    const NoiseDependencyStore counted(dir.path() + "/count", by_count);
+    counted.save("a", sample_covariance(2));
+    fs::last_write_time(counted.path_for("a"), fs::file_time_type::clock::now() - std::chrono::hours(2));
+    counted.save("b", sample_covariance(2));
+    fs::last_write_time(counted.path_for("b"), fs::file_time_type::clock::now() - std::chrono::hours(1));
+    EXPECT_EQ(counted.save("c", sample_covariance(2)), 1u);
+    EXPECT_FALSE(counted.load("a").has_value());
+    EXPECT_TRUE(counted.load("b").has_value());
+    EXPECT_TRUE(counted.load("c").has_value());
+
+    // A store smaller than one covariance still keeps the newest.
+    NoiseStoreLimits tiny;
+    tiny.max_bytes = 1;
+    const NoiseDependencyStore small(dir.path() + "/tiny", tiny);
+    small.save("old", sample_covariance(4));
+    fs::last_write_time(small.path_for("old"), fs::file_time_type::clock::now() - std::chrono::hours(1));
+    EXPECT_EQ(small.save("new", sample_covariance(4)), 1u);
+    EXPECT_TRUE(small.load("new").has_value());
 }
 
 TEST(DependencyStore, DamagedFileIsNamed) {
