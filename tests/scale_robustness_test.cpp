@@ -167,6 +167,7 @@ const ChainCase kCases[] = {
     // The compressed-sensing chains: relative thresholds and a scale-free calibration, but FISTA and POCS
     // stop on a relative change of 1e-4, which rounding at another scale may cross an iteration apart.
     {"pics_l1", Scan::CartesianR2, 1e-3},     {"spirit_2d", Scan::CartesianR2Noise, 1e-3},
+    {"l1spirit_fista", Scan::CartesianR2, 1e-3}, {"l1spirit_fista", Scan::CartesianR2Noise, 1e-3},
     // cg_sense_radial takes the Toeplitz normal where it is faster (CgSense.normal AUTO): its float
     // rounding on the 2N grid moves the image by up to 1.03e-4 between scales (CPU, 2026-11-28; no scale
     // trend), as the fhd chains' below.
@@ -228,7 +229,7 @@ TEST_P(ScaleRobustness, RealScanWithoutNoiseScanAtEveryScale) {
     for (Acquisition& a : ds.acquisitions)
         if (!(a.head.flags & (1ull << (ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT - 1)))) imaging.push_back(std::move(a));
     ds.acquisitions = std::move(imaging);
-    for (const char* chain : {"cartesian", "cg_sense", "grappa", "pics_l1", "spirit_2d"}) {
+    for (const char* chain : {"cartesian", "cg_sense", "grappa", "pics_l1", "spirit_2d", "l1spirit_fista"}) {
         SCOPED_TRACE(chain);
         const Output ref = run(chain, ds, be);
         ASSERT_FALSE(ref.images.empty());
