@@ -1,6 +1,7 @@
 #include "server/acquisition_checks.h"
 
-#include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace larmor::server {
 namespace {
@@ -11,12 +12,19 @@ std::string described(const wire::Acquisition& a) {
            " channels)";
 }
 
-// Plain loops over the float view: the compiler vectorises them (no early exit per element), and
-// a clean acquisition, the common case, is read once at memory speed.
+// A float is NaN or infinite exactly when its 8 exponent bits are all set (IEEE 754 binary32). Testing
+// the bits is a plain integer loop the compiler vectorises (no early exit per element), so a clean
+// acquisition, the common case, is read once at memory speed: 45 GB/s against 8.6 GB/s for the same
+// loop over std::isfinite, which gcc -O3 does not vectorise (measured on the 2-core CI machine); at
+// that speed the check was 35 % of the server's CPU time in a passthrough session (perf, issue 23).
 bool all_finite(const float* p, size_t n) {
-    bool ok = true;
-    for (size_t i = 0; i < n; ++i) ok &= std::isfinite(p[i]);
-    return ok;
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, p + i, sizeof bits);
+        bad |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return bad == 0;
 }
 
 }  // namespace
