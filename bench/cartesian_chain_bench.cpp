@@ -5,6 +5,8 @@
 //     the finished image (the earlier 255 readouts were fed untimed, as they arrive during the scan);
 //     this is what the patient-table latency is made of.
 //   BM_CartesianFrameTotal_<backend>/<combine>: all 256 readouts in, image out (host-inclusive).
+//   BM_SessionFirstFrame_<backend>_rss: the same frame as the first of a new session (backend and
+//     gadgets made, header read), for a shape the process has reconstructed before.
 //   BM_GrappaFrameLatency_<backend>: the grappa chain (config/grappa.pbtxt) on R=3 frames (86 lattice
 //     lines) after a first frame that carried 48 calibration lines: the frames reuse its unmixing
 //     weights, so the latency after the last readout is one inverse FFT and a weighted coil sum, the
@@ -181,7 +183,67 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
     state.counters["frames_per_s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A new session's first frame: backend, gadgets and header set up, 8 noise readouts and the 256 readouts
+// of one frame in, the image out, all timed; the process has seen the shape before (one untimed session
+// first), as a server has after its first scan of a protocol. Against CartesianFrameTotal (the same
+// frame in a session already running) it is what a session's set-up costs: plans, pools, first touch.
+void first_frame_bench(benchmark::State& state, bool gpu, const std::string& chain) {
+    if (gpu && !cuda_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    // Where a session's time goes: backend, gadgets' start, noise readouts, the frame.
+    double phase_us[4] = {0, 0, 0, 0};
+    std::vector<std::string> names;
+    std::vector<double> gadget_us;
+    // The readouts as the server would have decoded them, made once: their copies are fed, as in
+    // frame_bench.
+    std::vector<Acquisition> noise, frame;
+    for (int n = 0; n < 8; ++n) noise.push_back(bench::frame_readout(0, n, true));
+    for (int y = 0; y < kLines; ++y) frame.push_back(bench::frame_readout(0, y));
+    auto one_session = [&] {
+        using clock = std::chrono::steady_clock;
+        auto us = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+        const auto t0 = clock::now();
+        std::shared_ptr<Backend> be = backend_for(gpu);
+        const auto t1 = clock::now();
+        Pipeline p(chain, std::move(be));
+        const auto t2 = clock::now();
+        for (const Acquisition& a : noise) p.feed(a);
+        p.settle();
+        const auto t3 = clock::now();
+        p.timed = true;
+        for (const Acquisition& a : frame) p.feed(a);
+        p.timed = false;
+        const auto t4 = clock::now();
+        if (p.images() != 1) throw std::runtime_error("expected one image, got " + std::to_string(p.images()));
+        phase_us[0] += us(t0, t1), phase_us[1] += us(t1, t2), phase_us[2] += us(t2, t3), phase_us[3] += us(t3, t4);
+        names = p.names();
+        gadget_us.resize(names.size(), 0.0);
+        for (size_t i = 0; i < names.size(); ++i) gadget_us[i] += p.host_us()[i];
+    };
+    try {
+        one_session();  // the process's first session of the shape
+        for (double& v : phase_us) v = 0;
+        for (double& v : gadget_us) v = 0;
+        for (auto _ : state) one_session();
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    const double n = double(state.iterations());
+    state.counters["backend_us"] = phase_us[0] / n;
+    state.counters["start_us"] = phase_us[1] / n;
+    state.counters["noise_us"] = phase_us[2] / n;
+    state.counters["frame_us"] = phase_us[3] / n;
+    // The frame's host time per gadget (exclusive), as the latency rows report it.
+    for (size_t i = 0; i < names.size(); ++i) state.counters["host_us_" + std::to_string(i) + "_" + names[i]] = gadget_us[i] / n;
+}
+
 }  // namespace
+
+BENCHMARK_CAPTURE(first_frame_bench, SessionFirstFrame_GPU_rss, true, std::string("cartesian-rss"))->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK_CAPTURE(first_frame_bench, SessionFirstFrame_CPU_rss, false, std::string("cartesian-rss"))->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 
 // Latency rows run a fixed number of frames: each timed iteration first feeds 255 untimed readouts.
 BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_GPU_rss, true, std::string("cartesian-rss"), true)->Unit(benchmark::kMicrosecond)->Iterations(200);

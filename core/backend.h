@@ -16,6 +16,7 @@
 
 #include "core/array.h"
 #include "core/memory_budget.h"
+#include "core/plan_registry.h"
 
 namespace larmor {
 
@@ -216,5 +217,14 @@ int cuda_runtime_version();
 // are charged to budgets.device, page-locked host memory to budgets.host. Throws with a clear
 // message when this build has no CUDA or the device is absent.
 std::shared_ptr<Backend> make_cuda_backend(int device = 0, MemoryBudgets budgets = {});
+// The CUDA backend keeps page-locked host blocks between sessions (cuda/pinned_pool.h); while idle they
+// are charged to `host` (the server's host budget), and release_idle_cuda_host_memory frees them, the
+// oldest first, until `bytes` are freed (returns what it freed). No-ops without CUDA.
+void set_cuda_host_cache_budget(std::shared_ptr<MemoryBudget> host);
+uint64_t release_idle_cuda_host_memory(uint64_t bytes);
+// Bytes of those blocks idle now.
+uint64_t idle_cuda_host_memory();
+// The process's cuFFT plans (cuda/fft_plans.h), all devices; zeros without CUDA.
+PlanRegistryStats cuda_fft_plan_stats();
 
 }  // namespace larmor

@@ -26,6 +26,11 @@ std::shared_ptr<Backend> make_cuda_backend(int device, MemoryBudgets) {
     throw_no_cuda("make_cuda_backend(" + std::to_string(device) + ")");
 }
 
+void set_cuda_host_cache_budget(std::shared_ptr<MemoryBudget>) {}
+uint64_t release_idle_cuda_host_memory(uint64_t) { return 0; }
+uint64_t idle_cuda_host_memory() { return 0; }
+PlanRegistryStats cuda_fft_plan_stats() { return {}; }
+
 void cuda::finite_difference_forward(Backend&, const CArray&, CArray&, const DiffGeometry&) {
     throw_no_cuda("finite_difference_forward");
 }

@@ -86,6 +86,8 @@ const CufftLibrary& cufft_library() {
         bind(lib, so, "cufftMakePlanMany", t.make_plan_many);
         bind(lib, so, "cufftMakePlanMany64", t.make_plan_many64);
         bind(lib, so, "cufftSetStream", t.set_stream);
+        bind(lib, so, "cufftSetAutoAllocation", t.set_auto_allocation);
+        bind(lib, so, "cufftSetWorkArea", t.set_work_area);
         bind(lib, so, "cufftXtSetJITCallback", t.xt_set_jit_callback);
         bind(lib, so, "cufftExecC2C", t.exec_c2c);
     });

@@ -21,6 +21,8 @@ struct CufftLibrary {
     decltype(&::cufftMakePlanMany) make_plan_many;
     decltype(&::cufftMakePlanMany64) make_plan_many64;
     decltype(&::cufftSetStream) set_stream;
+    decltype(&::cufftSetAutoAllocation) set_auto_allocation;
+    decltype(&::cufftSetWorkArea) set_work_area;
     decltype(&::cufftXtSetJITCallback) xt_set_jit_callback;
     decltype(&::cufftExecC2C) exec_c2c;
 };

@@ -3,12 +3,15 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/fault_injection.h"
 #include "cuda/cuda_check.h"
+#include "cuda/pinned_pool.h"
 
 namespace larmor::cuda {
 
@@ -41,6 +44,19 @@ void keep_pool_memory(int device) {
     LARMOR_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), ctx);
     if (done.size() <= static_cast<size_t>(device)) done.resize(static_cast<size_t>(device) + 1, false);
     done[static_cast<size_t>(device)] = true;
+}
+
+// cudaGetDeviceProperties queries every attribute of the device (about a millisecond); they do not
+// change while the process runs, so each device is asked once, not once per session.
+const cudaDeviceProp& device_properties(int device) {
+    static std::mutex m;
+    static std::map<int, cudaDeviceProp> known;
+    std::lock_guard<std::mutex> lock(m);
+    auto it = known.find(device);
+    if (it != known.end()) return it->second;
+    cudaDeviceProp p{};
+    LARMOR_CUDA_CHECK(cudaGetDeviceProperties(&p, device), "device " + std::to_string(device));
+    return known.emplace(device, p).first->second;
 }
 
 class DeviceStorage final : public Storage {
@@ -98,17 +114,10 @@ public:
     PinnedStorage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes, const std::string& what)
         : charge_(ctx->budgets().host, bytes, what), bytes_(bytes) {
         if (bytes_ == 0) return;
-        DeviceGuard guard(ctx->device());
-        const cudaError_t e = cudaHostAlloc(&ptr_, bytes_, cudaHostAllocPortable);
-        if (e == cudaErrorMemoryAllocation)
-            throw std::runtime_error("cudaHostAlloc: out of page-locked host memory allocating " +
-                                     std::to_string(bytes_) + " bytes for " + what);
-        if (e != cudaSuccess) throw_cuda("cudaHostAlloc", e, std::to_string(bytes_) + " bytes for " + what);
+        ptr_ = alloc_pinned(ctx->device(), bytes_, what);
         std::memset(ptr_, 0, bytes_);
     }
-    ~PinnedStorage() override {
-        if (ptr_ && cudaFreeHost(ptr_) != cudaSuccess) cudaGetLastError();
-    }
+    ~PinnedStorage() override { free_pinned(ptr_, bytes_); }
     void* data() override { return ptr_; }
     size_t bytes() const override { return bytes_; }
     Device device() const override { return Device::Cpu; }
@@ -123,6 +132,7 @@ private:
 }  // namespace
 
 void* alloc_pinned(int device, size_t bytes, const std::string& what) {
+    if (void* kept = pinned_pool_take(bytes)) return kept;
     DeviceGuard guard(device);
     void* p = nullptr;
     const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
@@ -133,8 +143,9 @@ void* alloc_pinned(int device, size_t bytes, const std::string& what) {
     return p;
 }
 
-void free_pinned(void* p) noexcept {
-    if (p && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
+void free_pinned(void* p, size_t bytes) noexcept {
+    if (!p || pinned_pool_keep(p, bytes)) return;
+    if (cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
 }
 
 // A block of a PinnedCache, handed back to it when the last handle goes.
@@ -189,14 +200,14 @@ void PinnedCache::give_back(void* p, size_t bytes) noexcept {
 }
 
 void PinnedCache::free_block(void* p, size_t bytes) noexcept {
-    free_pinned(p);
+    free_pinned(p, bytes);
     if (budget_) budget_->release(bytes);
 }
 
 DeviceContext::DeviceContext(int device, MemoryBudgets budgets) : device_(device), budgets_(std::move(budgets)) {
     DeviceGuard guard(device_);
     const std::string ctx = "device " + std::to_string(device_);
-    LARMOR_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_), ctx);
+    props_ = device_properties(device_);
     // Kernels write into page-locked host memory through its host pointer (download_part), which
     // unified addressing guarantees; every 64-bit Linux system with a supported GPU has it.
     if (!props_.unifiedAddressing)

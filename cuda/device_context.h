@@ -120,9 +120,10 @@ private:
 };
 
 // Page-locked host memory (cudaHostAlloc, portable, not zeroed), and its release; out of memory is
-// an error naming `what`.
+// an error naming `what`. Both go through the process's pool of idle blocks (cuda/pinned_pool.h), so
+// a block a session releases serves the next session that asks for its size.
 void* alloc_pinned(int device, size_t bytes, const std::string& what);
-void free_pinned(void* p) noexcept;
+void free_pinned(void* p, size_t bytes) noexcept;
 
 // Device of a CUDA array's storage, or -1 when it is not one of ours.
 int storage_device(const Storage& s);

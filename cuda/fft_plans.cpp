@@ -54,6 +54,7 @@ Centring requested_centring(bool odd) {
 }
 
 std::atomic<int> g_last{static_cast<int>(Centring::Load)};
+std::atomic<size_t> g_last_work{0};
 
 // RAII cuFFT handle.
 class Plan {
@@ -61,6 +62,12 @@ public:
     Plan() {
         const cufftResult r = cufft_library().create(&h_);
         if (r != CUFFT_SUCCESS) throw_cufft("cufftCreate", r, "");
+        // Each session brings its own work area (see the header): none is made with the plan.
+        const cufftResult a = cufft_library().set_auto_allocation(h_, 0);
+        if (a != CUFFT_SUCCESS) {
+            cufft_library().destroy(h_);
+            throw_cufft("cufftSetAutoAllocation", a, "");
+        }
     }
     ~Plan() { cufft_library().destroy(h_); }
     Plan(const Plan&) = delete;
@@ -109,7 +116,27 @@ struct CufftPlanCache::Transform {
     ModulationArgs load, store;  // Kernels
     HalfSwapArgs swap;           // Swap
     std::vector<StridedFftArgs> strided;  // Strided: kernel passes, then runs[0] (x) if any
+    size_t work_bytes = 0;                // the largest work area of the runs
+    std::mutex exec_mutex;                // the runs' handles are used by one host thread at a time
 };
+
+namespace {
+
+// Transforms the process keeps beyond those its sessions hold, over all devices. A plan without its
+// work area is small (cuFFT's twiddles, kernel choices), so this bounds the store to well under the
+// memory a single session uses while a site's protocols stay planned.
+constexpr size_t kStoredPlans = 256;
+
+PlanRegistry<CufftPlanCache::Transform>& registry() {
+    static PlanRegistry<CufftPlanCache::Transform> r(kStoredPlans);
+    return r;
+}
+
+}  // namespace
+
+PlanRegistryStats cufft_plan_stats() { return registry().stats(); }
+
+void cufft_drop_idle_plans() { registry().drop_idle(); }
 
 const char* centring_name(Centring c) {
     switch (c) {
@@ -123,6 +150,8 @@ const char* centring_name(Centring c) {
 }
 
 Centring last_planned_centring() { return static_cast<Centring>(g_last.load()); }
+
+size_t last_work_area_bytes() { return g_last_work; }
 
 bool fft_callbacks_healthy() { return g_healthy; }
 
@@ -139,32 +168,23 @@ CufftPlanCache::~CufftPlanCache() {
     plans_.clear();
 }
 
-CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live, FFTDirection dir) {
+namespace {
+
+// The transform of `shape` over `live` on the current device (`props` its properties), made once per
+// process (CufftPlanCache::get).
+std::shared_ptr<CufftPlanCache::Transform> make_transform(const Shape& shape, AxisMask live, FFTDirection dir,
+                                                          int device, const cudaDeviceProp& props) {
+    using Transform = CufftPlanCache::Transform;
     const bool odd = has_odd_axis(shape, live);
-    std::vector<size_t> key{static_cast<size_t>(shape.rank())};
-    for (int a = 0; a < shape.rank(); ++a) key.push_back(shape[a]);
-    key.push_back(live);
-    key.push_back(odd ? (dir == FFTDirection::Forward ? 1 : 2) : 0);
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return *it->second;
-
-    // One plan is made at a time in the whole process. Sessions plan on their own contexts at the
-    // same moment when many start together, and with LTO callbacks cuFFT compiles and links kernels
-    // (nvJitLink) while planning: under 32 sessions starting at once on the H100 a run in about 20
-    // ended in an illegal address that poisoned every session on the device, never with plain plans
-    // (0 in 20). Planning is once per shape and session, so the lock costs the hot path nothing.
-    static std::mutex planning;
-    std::lock_guard<std::mutex> one_at_a_time(planning);
-
-    auto t = std::make_unique<Transform>();
+    auto t = std::make_shared<Transform>();
     std::vector<FftRunLayout> layout = fft_layout(shape, live, dir);
-    const int arch = ctx_->props().major * 10 + ctx_->props().minor;
+    const int arch = props.major * 10 + props.minor;
 
     Centring want = requested_centring(odd);
     if (want == Centring::Strided) {
         const StridedLayout sl = strided_layout(shape, live, dir);
         if (sl.ok) {
-            strided_fft_prepare(ctx_->device());
+            strided_fft_prepare(device);
             t->centring = Centring::Strided;
             t->strided = sl.passes;
             if (sl.x_pass) {
@@ -175,13 +195,11 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
                 if (res == CUFFT_ALLOC_FAILED)
                     throw std::runtime_error("cufftMakePlanMany: out of GPU memory for the work area of " + ctx);
                 if (res != CUFFT_SUCCESS) throw_cufft("cufftMakePlanMany", res, ctx);
-                LARMOR_CUFFT_CHECK(cufft_library().set_stream(plan->get(), ctx_->stream()), ctx);
+                t->work_bytes = std::max(t->work_bytes, work);
                 t->runs.push_back({sl.x_run, std::move(plan)});
             }
             g_last = static_cast<int>(t->centring);
-            auto& ref = *t;
-            plans_.emplace(std::move(key), std::move(t));
-            return ref;
+            return t;
         }
         want = Centring::Load;  // the shape does not qualify: the general path
     }
@@ -189,6 +207,13 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
     // inside cuFFT, a plan configuration that refuses callbacks) drops to the plain plans below.
     bool planned = false;
     if (want == Centring::Load || want == Centring::Callbacks) {
+        // One callback plan is made at a time in the whole process: with LTO callbacks cuFFT compiles
+        // and links kernels (nvJitLink) while planning, and under 32 sessions planning at once on the
+        // H100 a run in about 20 ended in an illegal address that poisoned every session on the device,
+        // never with plain plans (0 in 20). Plans are made once per process, so the lock is met only by
+        // sessions that bring shapes never seen before.
+        static std::mutex planning;
+        std::lock_guard<std::mutex> one_at_a_time(planning);
         std::string first_error;
         const bool load_only = want == Centring::Load;
         const std::pair<const char*, const char*> names[] = {
@@ -212,7 +237,7 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
                                            ctx);
                     size_t work = 0;
                     LARMOR_CUFFT_CHECK(make_plan(plan->get(), r, &work), ctx);
-                    LARMOR_CUFFT_CHECK(cufft_library().set_stream(plan->get(), ctx_->stream()), ctx);
+                    t->work_bytes = std::max(t->work_bytes, work);
                     t->runs.push_back({r, std::move(plan)});
                 }
                 t->centring = want;
@@ -238,7 +263,7 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
             if (res == CUFFT_ALLOC_FAILED)
                 throw std::runtime_error("cufftMakePlanMany: out of GPU memory for the work area of " + ctx);
             if (res != CUFFT_SUCCESS) throw_cufft("cufftMakePlanMany", res, ctx);
-            LARMOR_CUFFT_CHECK(cufft_library().set_stream(plan->get(), ctx_->stream()), ctx);
+            t->work_bytes = std::max(t->work_bytes, work);
             t->runs.push_back({r, std::move(plan)});
         }
         double n_total = 1;
@@ -260,9 +285,34 @@ CufftPlanCache::Transform& CufftPlanCache::get(const Shape& shape, AxisMask live
         t->swap.scale = t->store.scale;
     }
     g_last = static_cast<int>(t->centring);
-    auto& ref = *t;
-    plans_.emplace(std::move(key), std::move(t));
-    return ref;
+    return t;
+}
+
+}  // namespace
+
+CufftPlanCache::Use& CufftPlanCache::get(const Shape& shape, AxisMask live, FFTDirection dir) {
+    const bool odd = has_odd_axis(shape, live);
+    std::vector<size_t> key{static_cast<size_t>(shape.rank())};
+    for (int a = 0; a < shape.rank(); ++a) key.push_back(shape[a]);
+    key.push_back(live);
+    key.push_back(odd ? (dir == FFTDirection::Forward ? 1 : 2) : 0);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+
+    // The centring a plan uses depends on LARMOR_CUDA_CENTRING, read when it is made: part of the key,
+    // so a test that changes it gets plans of its choice.
+    std::vector<size_t> process_key{static_cast<size_t>(ctx_->device()), static_cast<size_t>(requested_centring(odd))};
+    process_key.insert(process_key.end(), key.begin(), key.end());
+    const int device = ctx_->device();
+    const cudaDeviceProp& props = ctx_->props();
+    Use use;
+    use.transform =
+        registry().get(process_key, [&] { return make_transform(shape, live, dir, device, props); });
+    g_last = static_cast<int>(use.transform->centring);
+    g_last_work = use.transform->work_bytes;
+    if (use.transform->work_bytes > 0)
+        use.work = make_device_storage(ctx_, use.transform->work_bytes, "cuFFT work area of " + shape.str());
+    return plans_.emplace(std::move(key), std::move(use)).first->second;
 }
 
 void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, AxisMask live, FFTDirection dir,
@@ -277,11 +327,17 @@ void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, 
         last_live_ = live;
         last_dkey_ = dkey;
     }
-    Transform& t = *last_;
+    Transform& t = *last_->transform;
+    void* work = last_->work ? last_->work->data() : nullptr;
+    // The shared handles take this session's stream and work area for as long as its runs are queued.
+    std::lock_guard<std::mutex> handles(t.exec_mutex);
     const int cufft_dir = dir == FFTDirection::Forward ? CUFFT_FORWARD : CUFFT_INVERSE;
     const long long size = static_cast<long long>(shape.size());
     const cudaStream_t stream = ctx_->stream();
     auto exec = [&](const Transform::Run& run, const float2* src, float2* dst) {
+        LARMOR_CUFFT_CHECK(cufft_library().set_stream(run.plan->get(), stream), describe(shape, live, run.layout));
+        if (t.work_bytes > 0)
+            LARMOR_CUFFT_CHECK(cufft_library().set_work_area(run.plan->get(), work), describe(shape, live, run.layout));
         for (long long e = 0; e < run.layout.execs; ++e) {
             // cuFFT takes a non-const input; out of place it only reads it (C2C)
             auto* i = reinterpret_cast<cufftComplex*>(const_cast<float2*>(src + e * run.layout.step));
@@ -334,3 +390,7 @@ void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, 
 }
 
 }  // namespace larmor::cuda
+
+namespace larmor {
+PlanRegistryStats cuda_fft_plan_stats() { return cuda::cufft_plan_stats(); }
+}  // namespace larmor

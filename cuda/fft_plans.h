@@ -25,6 +25,14 @@
 //             answers CUFFT_INTERNAL_ERROR for some layouts, e.g. interleaved batches or tiny 1D sizes).
 //   kernels   copy to `out`, then bare cuFFT between two modulation passes; the fallback for odd sizes.
 // A fallback prints one warning per process.
+//
+// Plans are shared by every session of the process (core/plan_registry.h, one registry per device):
+// a shape is planned once per process, so a session's first image of a shape seen before pays no
+// planning (60 ms per session with LTO callback plans before). A cuFFT handle may not be used by two
+// host threads at once, so each shared transform has its own lock, held only while its runs are
+// queued; each session queues them on its own stream with its own work area (plans are made with
+// cuFFT's auto-allocation off, and the work area is allocated per session, charged to its device
+// budget), so sessions sharing a plan never share scratch memory on the device.
 #include <cufft.h>
 
 #include <functional>
@@ -35,6 +43,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/plan_registry.h"
 #include "cuda/device_context.h"
 #include "cuda/fft_layout.h"
 #include "cuda/kernels.h"
@@ -59,22 +68,32 @@ public:
     void execute(const float2* in, float2* out, const Shape& shape, AxisMask live, FFTDirection dir,
                  const std::function<float2*()>& scratch);
 
-private:
     struct Transform;
-    Transform& get(const Shape& shape, AxisMask live, FFTDirection dir);
+
+private:
+    // A shared transform and this session's work area for it.
+    struct Use {
+        std::shared_ptr<Transform> transform;
+        std::shared_ptr<Storage> work;
+    };
+    Use& get(const Shape& shape, AxisMask live, FFTDirection dir);
 
     std::shared_ptr<DeviceContext> ctx_;
-    std::map<std::vector<size_t>, std::unique_ptr<Transform>> plans_;
-    Transform* last_ = nullptr;  // most recent transform and its key
+    std::map<std::vector<size_t>, Use> plans_;
+    Use* last_ = nullptr;  // most recent transform and its key
     Shape last_shape_;
     AxisMask last_live_ = 0;
     int last_dkey_ = 0;
 };
 
-// Process-wide record for logs, tests and benchmarks: the centring of the most recently planned
-// transform, and whether a request for callbacks (load or callbacks) ever fell back (with the first
+// Process-wide record for logs, tests and benchmarks: the centring of the transform a session most
+// recently took up (made, or found in the process's plans), and whether a request for callbacks (load or callbacks) ever fell back (with the first
 // reason).
 Centring last_planned_centring();
+size_t last_work_area_bytes();  // of that transform
+// The process's cuFFT plan registry (all devices), for the status endpoint and tests.
+PlanRegistryStats cufft_plan_stats();
+void cufft_drop_idle_plans();
 bool fft_callbacks_healthy();
 std::string fft_callbacks_failure();
 

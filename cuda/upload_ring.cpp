@@ -15,7 +15,7 @@ UploadRing::~UploadRing() {
         if (in_flight_[s] && cudaEventSynchronize(done_[s]) != cudaSuccess) cudaGetLastError();
         if (done_[s] && cudaEventDestroy(done_[s]) != cudaSuccess) cudaGetLastError();
     }
-    free_pinned(host_);
+    free_pinned(host_, kSlots * kSlotBytes);
 }
 
 void UploadRing::allocate(const std::function<std::string()>& what) {

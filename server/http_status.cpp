@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <ctime>
 #include <sstream>
+#include <utility>
 
 #include "core/backend.h"
+#include "core/cpu/fftw_plans.h"
 #include "gadgets/chain_metrics.h"
 #include "gadgets/precompute_cache.h"
 #include "server/chain_catalog.h"
@@ -276,6 +278,20 @@ std::string prometheus_metrics(const StatusSources& src) {
         t.family("larmor_precompute_cache_entries", "gauge", "Entries in the precompute cache.");
         t.sample("larmor_precompute_cache_entries", "", double(c.entries));
     }
+    // Transform plans are made once per shape and process and shared by sessions (core/plan_registry.h).
+    const PlanRegistryStats fftw = fftw_plan_stats(), cufft = cuda_fft_plan_stats();
+    t.family("larmor_fft_plan_lookups_total", "counter",
+             "FFT plan lookups of sessions by library and outcome (planned: made for the first time in this process).");
+    for (const auto& [lib, st] : {std::pair<const char*, const PlanRegistryStats&>{"fftw", fftw}, {"cufft", cufft}}) {
+        t.sample("larmor_fft_plan_lookups_total", std::string("library=\"") + lib + "\",outcome=\"planned\"", double(st.created));
+        t.sample("larmor_fft_plan_lookups_total", std::string("library=\"") + lib + "\",outcome=\"reused\"", double(st.reused));
+    }
+    t.family("larmor_fft_plans", "gauge", "FFT plans the process keeps, by library.");
+    t.sample("larmor_fft_plans", "library=\"fftw\"", double(fftw.entries));
+    t.sample("larmor_fft_plans", "library=\"cufft\"", double(cufft.entries));
+    t.family("larmor_idle_pinned_host_bytes", "gauge",
+             "Page-locked host memory kept between CUDA sessions (counted in the host memory in use).");
+    t.sample("larmor_idle_pinned_host_bytes", "", double(idle_cuda_host_memory()));
     return t.str();
 }
 

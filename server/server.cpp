@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <csignal>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/backend.h"
+#include "core/cpu/fftw_plans.h"
 #include "server/http_status.h"
 #include "server/rejection.h"
 #include "server/tls_context.h"
@@ -55,9 +57,20 @@ Server::Server(ServerOptions options)
     std::map<int, std::shared_ptr<MemoryBudget>> device_budgets;
     for (const int d : device_ids) device_budgets[d] = env_->memory->device_budget(d);
     env_->precompute = std::make_shared<PrecomputeCache>(pc, host, std::move(device_budgets));
+    if (!pc.directory.empty()) {
+        // FFTW's wisdom beside the kernels: a restarted server plans a known shape without measuring
+        // and picks the algorithm it picked before (core/cpu/fftw_plans.h).
+        const std::string problem = fftw_wisdom_file((std::filesystem::path(pc.directory) / "fftw_wisdom").string());
+        if (!problem.empty()) spdlog::warn("{}", problem);
+    }
+    // Page-locked blocks the CUDA backend keeps between sessions count as the server's host memory,
+    // and give way before a session is refused.
+    set_cuda_host_cache_budget(host);
     env_->memory->set_reclaimer([cache = std::weak_ptr<PrecomputeCache>(env_->precompute)](int device, uint64_t bytes) {
         const auto c = cache.lock();
-        return c ? c->shrink(bytes, device) : uint64_t(0);
+        uint64_t freed = c ? c->shrink(bytes, device) : uint64_t(0);
+        if (device < 0 && freed < bytes) freed += release_idle_cuda_host_memory(bytes - freed);
+        return freed;
     });
     // Both here, so a malformed network or an unusable certificate stops the server at startup.
     access_ = AccessList(env_->options.security.allow);

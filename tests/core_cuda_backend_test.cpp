@@ -567,6 +567,60 @@ TEST(CoreCudaBackend, ConcurrentSessionsAreIndependent) {
     for (int t = 0; t < 4; ++t) EXPECT_LT(err[static_cast<size_t>(t)], 1e-5) << "session " << t;
 }
 
+#ifdef LARMOR_WITH_CUDA
+// Sessions share the process's cuFFT plans (cuda/fft_plans.h) but never scratch memory: four sessions
+// on four threads transform different data of the same shapes at once, among them shapes whose plans
+// need a work area (a long 1D transform, odd sizes by Bluestein's algorithm), by the default centring
+// and by LTO callbacks; every result matches the CPU's, and each shape was planned once.
+TEST(CoreCudaBackend, SessionsShareFftPlansButNotWorkAreas) {
+    REQUIRE_CUDA();
+    const FftCase cases[] = {{{1 << 20}, 1u}, {{255, 129, 2}, 3u}, {{4097, 3}, 1u}, {{256, 256, 8}, 3u}};
+    auto cpu = make_cpu_backend();
+    for (const char* mode : {"", "load"}) {
+        CentringEnv env(mode);
+        SCOPED_TRACE(std::string("centring '") + mode + "'");
+        std::vector<std::vector<CArray>> inputs(4), wants(4);
+        for (size_t t = 0; t < 4; ++t)
+            for (const FftCase& c : cases) {
+                CArray x = test::random_array(c.shape, unsigned(700 + 10 * t + inputs[t].size()));
+                CArray w = test::from_double(test::to_double(x), c.shape);
+                test::fft_rebind(*cpu, w, c.axes, FFTDirection::Forward);
+                inputs[t].push_back(std::move(x));
+                wants[t].push_back(std::move(w));
+            }
+        size_t most_work = 0;
+        {
+            auto probe = make_cuda_backend();
+            for (const FftCase& c : cases) {
+                CArray d = probe->to_device(test::random_array(c.shape, 1));
+                test::fft_rebind(*probe, d, c.axes, FFTDirection::Forward);
+                most_work = std::max(most_work, cuda::last_work_area_bytes());
+            }
+        }
+        const uint64_t planned_before = cuda::cufft_plan_stats().created;
+        std::vector<double> err(4, 1.0);
+        std::vector<std::thread> threads;
+        for (size_t t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                auto gpu = make_cuda_backend();
+                double worst = 0;
+                for (int i = 0; i < 10; ++i)
+                    for (size_t k = 0; k < std::size(cases); ++k) {
+                        CArray d = gpu->to_device(inputs[t][k]);
+                        test::fft_rebind(*gpu, d, cases[k].axes, FFTDirection::Forward);
+                        worst = std::max(worst, test::relative_error(gpu->to_host(d), wants[t][k]));
+                    }
+                err[t] = worst;
+            });
+        for (auto& th : threads) th.join();
+        for (size_t t = 0; t < 4; ++t) EXPECT_LT(err[t], 1e-5) << "session " << t;
+        EXPECT_EQ(cuda::cufft_plan_stats().created, planned_before) << "sessions planned shapes the process had planned";
+        EXPECT_GT(most_work, 0u) << "no case needed a cuFFT work area, so none tested keeping them apart";
+        std::cout << "[ info ] largest cuFFT work area of the cases: " << most_work << " bytes\n";
+    }
+}
+#endif
+
 TEST(CoreCudaBackend, ErrorsNameTheProblem) {
     REQUIRE_CUDA();
     auto gpu = make_cuda_backend();

@@ -119,6 +119,10 @@ TEST(ServerHttp, MetricsFollowARunningSession) {
     EXPECT_EQ(sample(after, "larmor_sessions_active"), 0);
     EXPECT_EQ(sample(after, "larmor_images_sent_total"), 1);
     EXPECT_EQ(sample(after, "larmor_sessions_failed_total"), 0);
+    // The session's transforms were planned by the process, once each.
+    EXPECT_GT(sample(after, "larmor_fft_plan_lookups_total{library=\"fftw\",outcome=\"planned\"}"), 0) << after;
+    EXPECT_EQ(sample(after, "larmor_fft_plans{library=\"fftw\"}"),
+              sample(after, "larmor_fft_plan_lookups_total{library=\"fftw\",outcome=\"planned\"}"));
     // Every acquisition went through the chain's first gadget; the histogram's buckets add up.
     const std::string first = "larmor_gadget_seconds_count{gadget=\"";
     const size_t at = after.find(first);

@@ -2,10 +2,13 @@
 
 #include <fftw3.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "core/cpu/backend_checks.h"
 #include "core/cpu/centring.h"
@@ -22,6 +25,40 @@ namespace {
 
 // Transforms of at least this many elements (256 KB) get measured plans.
 constexpr size_t kMeasuredPlanElements = size_t{1} << 15;
+
+// Distinct transforms a process keeps beyond those its sessions hold: a plan is a few KB of FFTW's
+// and two centring tables of the axes' lengths, so this bounds the store to a few tens of MB even for
+// long axes, while a site's protocols (tens of shapes) all stay planned.
+constexpr size_t kStoredPlans = 512;
+
+PlanRegistry<FftwTransform>& registry() {
+    static PlanRegistry<FftwTransform> r(kStoredPlans);
+    return r;
+}
+
+// The wisdom file, guarded by the planner mutex (FFTW's wisdom is planner state).
+std::string& wisdom_path() {
+    static std::string p;
+    return p;
+}
+
+// Writes FFTW's wisdom to the wisdom file, if one is set, through a temporary name so a reader or a
+// crash never sees half a file. Planner mutex held. A failure is reported once and ignored: wisdom
+// only saves time.
+void save_wisdom_locked() {
+    const std::string& path = wisdom_path();
+    if (path.empty()) return;
+    const std::string tmp = path + ".tmp";
+    std::error_code ec;
+    if (fftwf_export_wisdom_to_filename(tmp.c_str()) != 0) std::filesystem::rename(tmp, path, ec);
+    else ec = std::make_error_code(std::errc::io_error);
+    if (ec) {
+        static bool told = false;
+        if (!told) std::fprintf(stderr, "larmor: warning: cannot write FFTW wisdom to %s: %s\n", path.c_str(), ec.message().c_str());
+        told = true;
+        std::filesystem::remove(tmp, ec);
+    }
+}
 
 void init_fftw_threads_once() {
     static std::once_flag once;
@@ -48,24 +85,12 @@ bool fftw_measures(const Shape& shape, AxisMask axes) {
     return true;
 }
 
-FftwPlanCache::FftwPlanCache(int threads) : threads_(threads < 1 ? 1 : threads) { init_fftw_threads_once(); }
+namespace {
 
-const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data) {
-    // Plans made for SIMD-aligned arrays must only run on arrays of the same alignment (FFTW manual,
-    // "New-array Execute Functions"); the alignment class is part of the key.
-    const int align = fftwf_alignment_of(reinterpret_cast<float*>(data));
-    std::vector<size_t> key;
-    key.push_back(static_cast<size_t>(shape.rank()));
-    for (int a = 0; a < shape.rank(); ++a) key.push_back(shape[a]);
-    key.push_back(axes);
-    key.push_back(dir == FFTDirection::Forward ? 0 : 1);
-    key.push_back(static_cast<size_t>(align));
-
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return *it->second;
-
-    auto t = std::make_unique<FftwTransform>();
+// The plan of one transform, made under FFTW's planner lock (see the header).
+std::shared_ptr<FftwTransform> make_transform(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data,
+                                              int align, int threads) {
+    auto t = std::make_shared<FftwTransform>();
     std::vector<fftwf_iodim64> dims, loops;
     // FFTW prefers the fastest-varying dimension last (row-major); x is our fastest axis.
     for (int a = shape.rank() - 1; a >= 0; --a) {
@@ -102,10 +127,11 @@ const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDi
             if (!scratch) throw std::bad_alloc();
             io = scratch.get();
         }
-        fftwf_plan_with_nthreads(threads_);
+        fftwf_plan_with_nthreads(threads);
         p = fftwf_plan_guru64_dft(static_cast<int>(dims.size()), dims.data(), static_cast<int>(loops.size()),
                                   loops.empty() ? nullptr : loops.data(), io, io,
                                   dir == FFTDirection::Forward ? FFTW_FORWARD : FFTW_BACKWARD, flags);
+        if (p && measure) save_wisdom_locked();
     }
     if (!p)
         throw std::runtime_error("fftwf_plan_guru64_dft failed for shape " + shape.str() + " axes " + axes_str(axes));
@@ -113,10 +139,55 @@ const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDi
         std::lock_guard<std::mutex> planner(fftw_planner_mutex());
         fftwf_destroy_plan(static_cast<fftwf_plan>(q));
     });
+    return t;
+}
+
+}  // namespace
+
+FftwPlanCache::FftwPlanCache(int threads) : threads_(threads < 1 ? 1 : threads) { init_fftw_threads_once(); }
+
+const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data) {
+    // Plans made for SIMD-aligned arrays must only run on arrays of the same alignment (FFTW manual,
+    // "New-array Execute Functions"); the alignment class is part of the key, and so is the thread
+    // count a plan was made for.
+    const int align = fftwf_alignment_of(reinterpret_cast<float*>(data));
+    std::vector<size_t> key;
+    key.push_back(static_cast<size_t>(shape.rank()));
+    for (int a = 0; a < shape.rank(); ++a) key.push_back(shape[a]);
+    key.push_back(axes);
+    key.push_back(dir == FFTDirection::Forward ? 0 : 1);
+    key.push_back(static_cast<size_t>(align));
+    key.push_back(static_cast<size_t>(threads_));
+
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+    // This backend's lock stays held while the registry makes or waits for the plan: the backend's
+    // other callers (the same session's threads) have nothing else to do with FFTW meanwhile, and other
+    // sessions are not behind it.
+    std::shared_ptr<FftwTransform> t =
+        registry().get(key, [&] { return make_transform(shape, axes, dir, data, align, threads_); });
     auto& ref = *t;
     plans_.emplace(std::move(key), std::move(t));
     return ref;
 }
 
 }  // namespace detail
+
+std::string fftw_wisdom_file(const std::string& path) {
+    detail::init_fftw_threads_once();
+    std::lock_guard<std::mutex> planner(fftw_planner_mutex());
+    detail::wisdom_path() = path;
+    if (path.empty()) return "";
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return "";
+    if (fftwf_import_wisdom_from_filename(path.c_str()) == 0)
+        return "FFTW wisdom file " + path + " is unreadable or not FFTW wisdom; ignored (it is rewritten after the next measured plan)";
+    return "";
+}
+
+PlanRegistryStats fftw_plan_stats() { return detail::registry().stats(); }
+
+void fftw_drop_idle_plans() { detail::registry().drop_idle(); }
+
 }  // namespace larmor

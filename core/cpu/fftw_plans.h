@@ -1,20 +1,41 @@
 #pragma once
-// FFTW plan cache of the CPU backend (Frigo & Johnson, "The design and implementation of FFTW3",
-// Proc. IEEE 93:216, 2005). FFTW's planner is not thread-safe, so every plan creation and destruction
-// in the process goes through fftw_planner_mutex(); executing a plan on new arrays
-// (fftwf_execute_dft) is thread-safe and needs no lock.
+// FFTW plans of the CPU backend (Frigo & Johnson, "The design and implementation of FFTW3", Proc.
+// IEEE 93:216, 2005), shared by every backend of the process through one PlanRegistry
+// (core/plan_registry.h): a shape is planned once per process, and every session runs the same plan,
+// so the images of the same data are identical from session to session. FFTW's planner is not
+// thread-safe, so every plan creation and destruction goes through fftw_planner_mutex(); executing a
+// plan on new arrays (fftwf_execute_dft) is thread-safe and needs no lock. Planning two shapes at once
+// therefore still takes turns inside FFTW, but never for longer than one bounded plan (below), and a
+// session that finds its plan made waits for nothing.
+//
+// Wisdom (what FFTW_MEASURE learnt) can be kept across restarts in a file (fftw_wisdom_file): the
+// server names one in --precompute-cache-dir, imports it at start and rewrites it after each new
+// measured plan, so a restarted server plans a known shape in microseconds and picks the same
+// algorithm as before.
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/plan_registry.h"
 
 namespace larmor {
 
 // The one lock around FFTW's planner for the whole process: anything else in Larmor that plans with
 // FFTW must hold it too.
 std::mutex& fftw_planner_mutex();
+
+// Keeps FFTW's wisdom in `path` from now on: imports what the file holds (a missing file is not an
+// error; an unreadable or corrupt one is reported in the returned string and ignored), then rewrites
+// the file (to a temporary name, then renamed) after every measured plan. Empty path: stop keeping it.
+// Returns an empty string on success.
+std::string fftw_wisdom_file(const std::string& path);
+
+// The process's FFTW plan registry, for the status endpoint and tests.
+PlanRegistryStats fftw_plan_stats();
+void fftw_drop_idle_plans();
 
 namespace detail {
 
@@ -38,6 +59,8 @@ struct FftwTransform {
     std::vector<std::vector<cfloat>> store;
 };
 
+// One backend's view of the process's plans: the transforms it used, kept alive while it lives and
+// found again without the registry's lock.
 class FftwPlanCache {
 public:
     explicit FftwPlanCache(int threads);
@@ -48,7 +71,7 @@ public:
 private:
     int threads_;
     std::mutex mutex_;
-    std::map<std::vector<size_t>, std::unique_ptr<FftwTransform>> plans_;
+    std::map<std::vector<size_t>, std::shared_ptr<FftwTransform>> plans_;
 };
 
 }  // namespace detail
