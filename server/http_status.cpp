@@ -216,6 +216,7 @@ std::string prometheus_metrics(const StatusSources& src) {
     t.sample("larmor_connections_refused_total", "reason=\"memory\"", double(st.sessions_over_budget.load()));
     t.sample("larmor_connections_refused_total", "reason=\"not_allowed\"", double(st.connections_refused.load()));
     t.sample("larmor_connections_refused_total", "reason=\"tls\"", double(st.tls_handshakes_failed.load()));
+    t.sample("larmor_connections_refused_total", "reason=\"per_address\"", double(st.per_address_refused.load()));
     t.single("larmor_received_bytes_total", "counter", "Bytes of messages received from clients.",
              double(st.bytes_received.load()));
     t.single("larmor_acquisitions_total", "counter", "Acquisitions received.", double(st.acquisitions.load()));

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     std::string log_format = "text";
     std::string backend = "auto";
     int read_timeout = 60, write_timeout = 60, grace = 30;
+    int handshake_timeout = int(options.handshake_timeout.count()), rate_window = int(options.min_data_rate_window.count());
 
     CLI::App app{larmor::server::version_string() + ": streaming MRI reconstruction server"};
     app.footer(
@@ -113,8 +114,26 @@ int main(int argc, char** argv) {
     app.add_option("--write-timeout", write_timeout, "Seconds a client may stop reading before its session ends")
         ->check(CLI::Range(1, 86400))
         ->capture_default_str();
+    app.add_option("--handshake-timeout", handshake_timeout,
+                   "Seconds a client has from connecting to send its chain config and ISMRMRD header, however "
+                   "slowly its bytes come; 0 = no limit")
+        ->check(CLI::Range(0, 86400))
+        ->capture_default_str();
+    app.add_option("--min-data-rate", options.min_data_rate,
+                   "Bytes per second a client must send on average after its header, over every "
+                   "--min-data-rate-window, or its session ends (one that trickles bytes to hold a slot); 0 = no floor")
+        ->check(CLI::Range(uint64_t(0), uint64_t(1) << 40))
+        ->capture_default_str();
+    app.add_option("--min-data-rate-window", rate_window, "Seconds over which --min-data-rate is averaged")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
     app.add_option("--max-sessions", options.max_sessions, "Concurrent sessions; more connections are turned away")
         ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    app.add_option("--max-sessions-per-address", options.max_sessions_per_address,
+                   "Concurrent sessions from one client address; more are turned away with a message; 0 = no limit "
+                   "(behind a NAT or a load balancer that hides client addresses, every client has the same one)")
+        ->check(CLI::Range(size_t(0), size_t(100000)))
         ->capture_default_str();
     app.add_option("--backend", backend, "Compute backend: auto (CUDA when usable), cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -161,6 +180,8 @@ int main(int argc, char** argv) {
     options.read_timeout = std::chrono::seconds(read_timeout);
     options.write_timeout = std::chrono::seconds(write_timeout);
     options.shutdown_grace = std::chrono::seconds(grace);
+    options.handshake_timeout = std::chrono::seconds(handshake_timeout);
+    options.min_data_rate_window = std::chrono::seconds(rate_window);
     options.memory.admission_wait = std::chrono::seconds(admission_wait);
     options.backend = larmor::server::parse_backend_policy(backend);
     larmor::server::setup_logging(log_level, log_format);

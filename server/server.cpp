@@ -161,17 +161,41 @@ void Server::on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp
         });
         return;
     }
+    std::string address;
     if (refuse_if_not_allowed(socket)) {
         // Refused before anything of a session exists: no thread, no session memory.
     } else if (env_->stats.sessions_active >= env_->options.max_sessions) {
         reject(std::move(socket));
-    } else {
-        start_session(std::move(socket));
+    } else if (!refuse_if_address_full(socket, address)) {
+        start_session(std::move(socket), std::move(address));
     }
     accept_next();
 }
 
-void Server::start_session(boost::asio::ip::tcp::socket socket) {
+bool Server::refuse_if_address_full(boost::asio::ip::tcp::socket& socket, std::string& address) {
+    boost::system::error_code ec;
+    const auto peer = socket.remote_endpoint(ec);
+    address = ec ? std::string() : peer.address().to_string();
+    const size_t most = env_->options.max_sessions_per_address;
+    if (most == 0 || address.empty()) return false;
+    size_t running = 0;
+    for (const Running& r : sessions_) running += !r.session->finished() && r.address == address;
+    if (running < most) return false;
+    ++env_->stats.per_address_refused;
+    uint64_t left_out = 0;
+    if (per_address_log_.allow(left_out))
+        spdlog::warn("turning away {}: {} sessions from that address (--max-sessions-per-address {}){}", address, running,
+                     most,
+                     left_out ? "; " + std::to_string(left_out) +
+                                    " turned away before this one were not logged (at most 20 lines per 10 s)"
+                              : std::string());
+    send_refusal(std::move(socket), "[Server] ERROR: larmor-server already runs " + std::to_string(running) +
+                                        " sessions from " + address + " (--max-sessions-per-address " +
+                                        std::to_string(most) + "); try again when one has ended");
+    return true;
+}
+
+void Server::start_session(boost::asio::ip::tcp::socket socket, std::string address) {
     boost::system::error_code ignored;
     socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);  // whole messages, written at once
     const std::string id = "s" + std::to_string(next_session_number_++);
@@ -184,7 +208,7 @@ void Server::start_session(boost::asio::ip::tcp::socket socket) {
                 session->run();
                 boost::asio::post(ioc_, [this] { reap(); });
             });
-            sessions_.push_back(Running{std::move(session), std::move(thread)});
+            sessions_.push_back(Running{std::move(session), std::move(thread), std::move(address)});
         } catch (...) {
             --env_->stats.sessions_active;
             throw;

@@ -50,11 +50,14 @@ private:
     struct Running {
         std::shared_ptr<Session> session;
         std::thread thread;
+        std::string address;  // the client's, for --max-sessions-per-address
     };
 
     void accept_next();
     void on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
-    void start_session(boost::asio::ip::tcp::socket socket);
+    // Turns the connection away when its address already has --max-sessions-per-address sessions.
+    bool refuse_if_address_full(boost::asio::ip::tcp::socket& socket, std::string& address);
+    void start_session(boost::asio::ip::tcp::socket socket, std::string address);
     void reject(boost::asio::ip::tcp::socket socket);
     // Refuses a client from outside --allow; true when it did (the socket is then gone).
     bool refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket);
@@ -70,6 +73,7 @@ private:
     AccessList access_;
     LogThrottle refusal_log_{20, std::chrono::seconds(10)};  // refused-by---allow lines
     LogThrottle turn_away_log_{20, std::chrono::seconds(10)};  // over---max-sessions lines
+    LogThrottle per_address_log_{20, std::chrono::seconds(10)};  // over---max-sessions-per-address lines
     // Before ioc_: handlers destroyed with ioc_ (a pending rejection) may still decrement it.
     size_t rejections_in_flight_ = 0;
     boost::asio::io_context ioc_;

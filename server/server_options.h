@@ -35,6 +35,14 @@ struct ServerOptions {
     std::chrono::seconds read_timeout{60};   // no byte from the client for this long ends the session
     std::chrono::seconds write_timeout{60};  // client not reading for this long ends the session
     std::chrono::seconds shutdown_grace{30}; // SIGINT/SIGTERM: how long running sessions may finish
+    // Deadlines a client that trickles bytes cannot move (the read timeout restarts at every byte):
+    // its chain config and header complete within handshake_timeout of connecting (0: none), and
+    // after the header it sends at least min_data_rate bytes per second on average over every
+    // min_data_rate_window (0 bytes per second: no floor).
+    std::chrono::seconds handshake_timeout{30};
+    uint64_t min_data_rate = 64;
+    std::chrono::seconds min_data_rate_window{60};
+    size_t max_sessions_per_address = 0;     // sessions from one client address at once; 0: no limit
     size_t max_sessions = 64;
     size_t queue_depth = 64;                 // capacity of each gadget's input queue
     BackendPolicy backend = BackendPolicy::Auto;

@@ -179,6 +179,11 @@ void Session::request_stop() noexcept {
 }
 
 void Session::serve() {
+    const ServerOptions& o = env_->options;
+    if (o.handshake_timeout.count() > 0)
+        reader_.set_deadline(created_ + o.handshake_timeout,
+                             "no chain config and ISMRMRD header within --handshake-timeout " +
+                                 std::to_string(o.handshake_timeout.count()) + " s of connecting");
     for (;;) {
         if (writer_.failed()) {
             abort_session("Socket", writer_.error());
@@ -311,6 +316,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
 }
 
 void Session::on_header(const std::string& xml) {
+    handshake_done();
     if (state_ == State::AwaitConfig) {
         fail("Session", "PARAMETER_SCRIPT(3) (the ISMRMRD header) arrived before a chain config: send "
                         "CONFIG_FILE(1) or CONFIG_SCRIPT(2) first");
@@ -486,7 +492,18 @@ void Session::answer_dependency_query() {
 // writer's own thread (SocketWriter::post), so not even a client whose receive buffer is full can
 // stall this reading thread and, through it, its own upload; such a client is ended by --write-timeout
 // as it would be for an image.
+void Session::handshake_done() {
+    const ServerOptions& o = env_->options;
+    reader_.clear_deadline();
+    if (o.min_data_rate > 0)
+        reader_.set_min_rate(o.min_data_rate, o.min_data_rate_window,
+                             "data rate below --min-data-rate " + std::to_string(o.min_data_rate) +
+                                 " bytes/s (averaged over --min-data-rate-window " +
+                                 std::to_string(o.min_data_rate_window.count()) + " s)");
+}
+
 void Session::fail(const std::string& where, const std::string& what) {
+    handshake_done();  // the rest is read and dropped until CLOSE, as long as it keeps coming
     errors_.push_back(error_text(where, what));
     log_->warn("{}; discarding input until the client's CLOSE", errors_.back());
     state_ = State::Discarding;

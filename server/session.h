@@ -106,6 +106,9 @@ private:
     // Records a framed error: logged, written to the client at once (report_error), the rest of the
     // input is discarded until the client's CLOSE.
     void fail(const std::string& where, const std::string& what);
+    // The header came (or the session failed before it): the handshake deadline gives way to the
+    // floor on the data rate (--handshake-timeout, --min-data-rate).
+    void handshake_done();
     // The stream lost its framing (or the peer is gone): reply at once and end the session.
     void abort_session(const std::string& where, const std::string& what);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <system_error>
@@ -145,18 +146,71 @@ void SocketReader::read_exact(void* dst, size_t n) {
         }
         size_t got;
         if (n >= buffer_.size()) {
-            got = transport_.read_some(out, n, timeout_);  // large payloads go straight to their destination
+            got = read_some(out, n);  // large payloads go straight to their destination
             bytes_read_ += got;
             out += got;
             n -= got;
         } else {
-            got = transport_.read_some(buffer_.data(), buffer_.size(), timeout_);
+            got = read_some(buffer_.data(), buffer_.size());
             begin_ = 0;
             end_ = got;
         }
         if (got == 0)
             throw wire::EndOfStream("connection closed by the client after " + std::to_string(bytes_read_) + " bytes");
     }
+}
+
+size_t SocketReader::read_some(void* dst, size_t n) {
+    using clock = std::chrono::steady_clock;
+    clock::duration wait = timeout_;
+    if (has_deadline_) {
+        const clock::duration left = deadline_ - clock::now();
+        if (left <= clock::duration::zero()) throw ReadTimeout(deadline_why_);
+        wait = std::min(wait, left);
+    }
+    size_t got = 0;
+    const clock::time_point before = clock::now();
+    try {
+        got = transport_.read_some(dst, n, wait);
+    } catch (const ReadTimeout&) {
+        if (has_deadline_ && clock::now() >= deadline_) throw ReadTimeout(deadline_why_);
+        throw;
+    }
+    received_ += got;
+    if (min_rate_ > 0) {
+        // Only the time spent waiting for the client counts: while the session is busy elsewhere (a
+        // chain that holds its reader back) the client cannot send, and that is not its fault.
+        window_waited_ += clock::now() - before;
+        if (window_waited_ >= window_) {
+            const double seconds = std::chrono::duration<double>(window_waited_).count();
+            const uint64_t in_window = received_ - window_received_;
+            if (double(in_window) < double(min_rate_) * seconds) {
+                char text[112];
+                std::snprintf(text, sizeof text, ": %llu bytes in %.1f s of waiting for them",
+                              static_cast<unsigned long long>(in_window), seconds);
+                throw ReadTimeout(rate_why_ + text);
+            }
+            window_waited_ = clock::duration::zero();
+            window_received_ = received_;
+        }
+    }
+    return got;
+}
+
+void SocketReader::set_deadline(std::chrono::steady_clock::time_point at, std::string why) {
+    has_deadline_ = true;
+    deadline_ = at;
+    deadline_why_ = std::move(why);
+}
+
+void SocketReader::clear_deadline() { has_deadline_ = false; }
+
+void SocketReader::set_min_rate(uint64_t bytes_per_second, std::chrono::steady_clock::duration window, std::string why) {
+    min_rate_ = window > std::chrono::steady_clock::duration::zero() ? bytes_per_second : 0;
+    window_ = window;
+    window_waited_ = std::chrono::steady_clock::duration::zero();
+    window_received_ = received_;
+    rate_why_ = std::move(why);
 }
 
 void SocketReader::discard_until_eof(std::chrono::steady_clock::duration max_wait, size_t max_bytes) noexcept {

@@ -112,17 +112,40 @@ public:
     uint64_t bytes_read() const { return bytes_read_; }
     std::chrono::steady_clock::duration timeout() const { return timeout_; }
 
+    // A deadline no trickle of bytes can move (the per-read timeout restarts at every byte): reads wait
+    // at most until `at`, and past it read_exact throws ReadTimeout(`why`). clear_deadline() lifts it.
+    void set_deadline(std::chrono::steady_clock::time_point at, std::string why);
+    void clear_deadline();
+    // A floor on the average rate from now on: whenever the reads have waited `window` in all since the
+    // last check, the bytes received meanwhile must be at least bytes_per_second x that time, or
+    // read_exact throws ReadTimeout(`why` + what was received). Time the caller spends elsewhere
+    // (its chain busy) does not count. 0 bytes per second: no floor.
+    void set_min_rate(uint64_t bytes_per_second, std::chrono::steady_clock::duration window, std::string why);
+
     // Reads and drops whatever the client still sends until its EOF, `max_wait` or `max_bytes`.
     // Called after the reply: closing a socket with unread input makes the kernel send a reset, which
     // can destroy the reply before the client reads it. Never throws.
     void discard_until_eof(std::chrono::steady_clock::duration max_wait, size_t max_bytes) noexcept;
 
 private:
+    size_t read_some(void* dst, size_t n);  // one transport read under the timeout, deadline and floor
+
     Transport& transport_;
     std::chrono::steady_clock::duration timeout_;
     std::vector<uint8_t> buffer_;
     size_t begin_ = 0, end_ = 0;  // unread bytes are buffer_[begin_, end_)
     uint64_t bytes_read_ = 0;
+    uint64_t received_ = 0;  // from the transport, buffered bytes included
+
+    bool has_deadline_ = false;
+    std::chrono::steady_clock::time_point deadline_;
+    std::string deadline_why_;
+
+    uint64_t min_rate_ = 0;
+    std::chrono::steady_clock::duration window_{};
+    std::chrono::steady_clock::duration window_waited_{};
+    uint64_t window_received_ = 0;
+    std::string rate_why_;
 };
 
 // Writes whole messages to a Transport. Thread-safe: the session thread (responses, errors, CLOSE)

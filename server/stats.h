@@ -17,6 +17,7 @@ struct ServerStats {
     std::atomic<uint64_t> sessions_rejected{0};  // over --max-sessions
     std::atomic<uint64_t> sessions_over_budget{0};  // refused at admission (memory_admission.h)
     std::atomic<uint64_t> connections_refused{0};    // from outside --allow
+    std::atomic<uint64_t> per_address_refused{0};    // over --max-sessions-per-address
     std::atomic<uint64_t> tls_handshakes_failed{0};  // TLS clients not admitted (certificate, plain TCP, silence)
     std::atomic<uint64_t> acquisitions{0};
     std::atomic<uint64_t> waveforms{0};

@@ -18,16 +18,7 @@ using namespace std::chrono_literals;
 using test::http_request;
 using test::ServerProcess;
 
-// The value of the sample `name` (with its labels as written, e.g. `larmor_sessions_total` or
-// `larmor_gadget_seconds_count{gadget="..."}`) in a Prometheus text body; -1 when absent.
-double sample(const std::string& body, const std::string& name) {
-    size_t at = 0;
-    while ((at = body.find(name + " ", at)) != std::string::npos) {
-        if (at == 0 || body[at - 1] == '\n') return std::strtod(body.c_str() + at + name.size() + 1, nullptr);
-        at += name.size();
-    }
-    return -1;
-}
+double sample(const std::string& body, const std::string& name) { return test::metric_sample(body, name); }
 
 TEST(ServerHttp, ProbesAnswerAndUnknownPathsAndMethodsAreRefused) {
     ServerProcess server({"--http-port", "0", "--max-sessions", "3"});

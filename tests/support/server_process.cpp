@@ -393,4 +393,13 @@ std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages
     return out;
 }
 
+double metric_sample(const std::string& body, const std::string& name) {
+    size_t at = 0;
+    while ((at = body.find(name + " ", at)) != std::string::npos) {
+        if (at == 0 || body[at - 1] == '\n') return std::strtod(body.c_str() + at + name.size() + 1, nullptr);
+        at += name.size();
+    }
+    return -1;
+}
+
 }  // namespace larmor::test

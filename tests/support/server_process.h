@@ -108,4 +108,8 @@ HttpResult http_request(uint16_t port, const std::string& target, const std::str
 // The TEXT payloads among `messages`, in order.
 std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages);
 
+// The value of the sample `name` (with its labels as written, e.g. `larmor_sessions_total` or
+// `larmor_gadget_seconds_count{gadget="..."}`) in a Prometheus text body; -1 when absent.
+double metric_sample(const std::string& body, const std::string& name);
+
 }  // namespace larmor::test
