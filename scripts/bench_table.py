@@ -103,6 +103,15 @@ def ab(current_paths, previous_paths):
     for name in cur:
         p = prev.get(name)
         print(f"| {name} | {p:.1f} | {cur[name]:.1f} | {cur[name] / p:.2f}x |" if p else f"| {name} | - | {cur[name]:.1f} | |")
+    # The server's ingest against the raw socket copy of the same bytes in the same run (issue 23:
+    # passthrough >= 95 %, cartesian-rss >= 80 %).
+    raw = [n for n in cur if n.startswith("BM_RawSocketCopy")]
+    if raw:
+        for name in cur:
+            if name.startswith("BM_ServerSession"):
+                frac = lambda t, n: f"{100 * t[raw[0]] / t[n]:.0f} %" if raw[0] in t and n in t and t[n] else "-"
+                print(f"\n{name}: throughput as a fraction of the raw copy, previous {frac(prev, name)}, "
+                      f"current {frac(cur, name)}")
     for name in cur_host:
         gadgets = sorted(cur_host[name])
         split = ", ".join(

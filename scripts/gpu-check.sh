@@ -108,13 +108,20 @@ if [ "$MODE" = ab ] && [ -d "$ROOT/.carry/previous" ]; then
   cmake -S "$ROOT/.carry/previous" -B "$PREV" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$PFX/usr;$L/cmake" -DCMAKE_LIBRARY_PATH="$L" -DLARMOR_BUILD_TESTS=OFF \
     -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" > "$OUT/cmake-previous.log" 2>&1 &&
-  ninja -C "$PREV" -j16 bench/cartesian_chain_bench > "$OUT/build-previous.log" 2>&1 || { echo "previous build failed"; tail -20 "$OUT/build-previous.log"; }
-  AB_FILTER=${AB_FILTER:-CartesianFrame.*GPU}
+  # The chain benchmarks and the server's throughput on loopback (its own larmor-server beside it),
+  # so that a slower ingest path shows as a ratio.
+  ninja -C "$PREV" -j16 bench/cartesian_chain_bench bench/server_throughput_bench server/larmor-server \
+    > "$OUT/build-previous.log" 2>&1 || { echo "previous build failed"; tail -20 "$OUT/build-previous.log"; }
+  AB_FILTER=${AB_FILTER:-CartesianFrame.*GPU|SessionFirstFrame_GPU}
+  AB_THROUGHPUT=${AB_THROUGHPUT:-RawSocket|passthrough|cartesian_rss}
   for round in 1 2; do
     for side in current previous; do
-      exe=$BUILD/bench/cartesian_chain_bench; [ $side = previous ] && exe=$PREV/bench/cartesian_chain_bench
-      "$exe" --benchmark_filter="$AB_FILTER" --benchmark_format=json --benchmark_out="$OUT/ab_${side}_$round.json" \
+      dir=$BUILD; [ $side = previous ] && dir=$PREV
+      "$dir/bench/cartesian_chain_bench" --benchmark_filter="$AB_FILTER" --benchmark_format=json --benchmark_out="$OUT/ab_${side}_$round.json" \
         --benchmark_out_format=json --benchmark_repetitions=3 --benchmark_report_aggregates_only=true > /dev/null 2>&1 || echo "$side run $round failed"
+      [ -x "$dir/bench/server_throughput_bench" ] && { "$dir/bench/server_throughput_bench" --benchmark_filter="$AB_THROUGHPUT" \
+        --benchmark_format=json --benchmark_out="$OUT/ab_${side}_throughput_$round.json" --benchmark_out_format=json \
+        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true > /dev/null 2>&1 || echo "$side throughput run $round failed"; }
     done
   done
   echo; echo "Side by side, previous = $(cat "$ROOT/.carry/previous/COMMIT" 2>/dev/null || echo '?'):"
