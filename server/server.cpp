@@ -179,7 +179,7 @@ bool Server::refuse_if_address_full(boost::asio::ip::tcp::socket& socket, std::s
     const size_t most = env_->options.max_sessions_per_address;
     if (most == 0 || address.empty()) return false;
     size_t running = 0;
-    for (const Running& r : sessions_) running += !r.session->finished() && r.address == address;
+    for (const Running& r : sessions_) running += r.session->holds_slot() && r.address == address;
     if (running < most) return false;
     ++env_->stats.per_address_refused;
     uint64_t left_out = 0;

@@ -572,8 +572,7 @@ std::string Session::summary() const {
 }
 
 void Session::release_slot() {
-    if (slot_released_) return;
-    slot_released_ = true;
+    if (slot_released_.exchange(true)) return;
     --env_->stats.sessions_active;
 }
 

@@ -62,6 +62,9 @@ public:
     void request_stop() noexcept;
 
     bool finished() const { return finished_; }
+    // Whether it still counts under --max-sessions (and --max-sessions-per-address): until its work is
+    // done, which is before its client sees the connection end (thread-safe).
+    bool holds_slot() const { return !slot_released_; }
     const std::string& id() const { return id_; }
 
     // What the status page shows of a running session; safe from any thread.
@@ -155,7 +158,7 @@ private:
     std::atomic<bool> stop_requested_{false};
     std::atomic<bool> finished_{false};
     std::atomic<bool> heard_from_{false};
-    bool slot_released_ = false;
+    std::atomic<bool> slot_released_{false};
 
     std::atomic<uint64_t> acquisitions_{0};
     uint64_t waveforms_ = 0, discarded_ = 0;
