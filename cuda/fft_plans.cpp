@@ -118,6 +118,12 @@ struct CufftPlanCache::Transform {
     std::vector<StridedFftArgs> strided;  // Strided: kernel passes, then runs[0] (x) if any
     size_t work_bytes = 0;                // the largest work area of the runs
     std::mutex exec_mutex;                // the runs' handles are used by one host thread at a time
+    // The stream and work area the handles were last given (under exec_mutex): an iterative solver
+    // repeats one transform on one session's stream, so they are set again only when another session
+    // uses the plan.
+    cudaStream_t bound_stream = nullptr;
+    void* bound_work = nullptr;
+    bool bound = false;
 };
 
 namespace {
@@ -334,10 +340,17 @@ void CufftPlanCache::execute(const float2* in, float2* out, const Shape& shape, 
     const int cufft_dir = dir == FFTDirection::Forward ? CUFFT_FORWARD : CUFFT_INVERSE;
     const long long size = static_cast<long long>(shape.size());
     const cudaStream_t stream = ctx_->stream();
+    if (!t.bound || t.bound_stream != stream || t.bound_work != work) {
+        for (const auto& run : t.runs) {
+            LARMOR_CUFFT_CHECK(cufft_library().set_stream(run.plan->get(), stream), describe(shape, live, run.layout));
+            if (t.work_bytes > 0)
+                LARMOR_CUFFT_CHECK(cufft_library().set_work_area(run.plan->get(), work), describe(shape, live, run.layout));
+        }
+        t.bound = true;
+        t.bound_stream = stream;
+        t.bound_work = work;
+    }
     auto exec = [&](const Transform::Run& run, const float2* src, float2* dst) {
-        LARMOR_CUFFT_CHECK(cufft_library().set_stream(run.plan->get(), stream), describe(shape, live, run.layout));
-        if (t.work_bytes > 0)
-            LARMOR_CUFFT_CHECK(cufft_library().set_work_area(run.plan->get(), work), describe(shape, live, run.layout));
         for (long long e = 0; e < run.layout.execs; ++e) {
             // cuFFT takes a non-const input; out of place it only reads it (C2C)
             auto* i = reinterpret_cast<cufftComplex*>(const_cast<float2*>(src + e * run.layout.step));
