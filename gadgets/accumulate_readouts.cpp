@@ -29,6 +29,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/constants.h"
+#include "core/memory_budget.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/encoding.h"
 #include "gadgets/factories.h"
@@ -71,6 +72,9 @@ struct Readout {
     std::vector<float> coords;    // [dims, S], cycles per FOV
     std::vector<float> weights;   // [S], the traj's last component (trajectory_weights); else empty
     ISMRMRD::ISMRMRD_AcquisitionHeader head{};
+    // Held until the buffer is assembled: what a header declares is only an estimate (admission), so
+    // readouts beyond it must stop at the session's budget, not at the machine's memory.
+    BudgetCharge charge;
 };
 
 // The image grid a trajectory of `traj_dims` refers to, and how a partition index adds kz.
@@ -359,6 +363,12 @@ private:
         channels_ = ch;
 
         Readout r;
+        const uint64_t bytes = uint64_t{ns} * ch * sizeof(cfloat) +
+                               uint64_t{ns} * (static_cast<uint64_t>(g.dims) + (weights_ ? 1 : 0)) * sizeof(float);
+        r.charge = BudgetCharge(backend_->budgets().host, bytes,
+                                "AccumulateReadouts: readout " + std::to_string(readouts_held() + 1) + " of " +
+                                    std::to_string(ns) + " samples x " + std::to_string(ch) + " channels" +
+                                    a.scan_text());
         r.head = a.head;
         r.samples = a.data;
         r.coords.resize(ns * static_cast<size_t>(g.dims));
@@ -461,6 +471,12 @@ private:
                     odd ? ": used as sent, they scale the gridded image by that factor and shift CG-SENSE's balance "
                           "with lambda"
                         : "");
+    }
+
+    size_t readouts_held() const {
+        size_t n = ring_.size();
+        for (const auto& s : slots_) n += s.second.size();
+        return n;
     }
 
     std::vector<Readout>& slot_for(const Key& key) {

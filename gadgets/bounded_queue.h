@@ -1,7 +1,9 @@
 #pragma once
 // Blocking FIFO with a fixed capacity: the bound is what turns a slow gadget into backpressure on
 // the socket instead of unbounded memory growth.
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <deque>
 #include <mutex>
@@ -31,17 +33,34 @@ public:
         if (aborted_) return std::nullopt;
         T item = std::move(items_.front());
         items_.pop_front();
-        not_full_.notify_one();
+        ++pops_;
+        not_full_.notify_all();  // a pusher waiting for room, or one waiting for a pop (wait_for_pop)
         return item;
     }
 
-    // Drops everything and wakes all waiters for good (used when a session is torn down).
-    void abort() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        aborted_ = true;
-        items_.clear();
+    // Waits until the consumer has taken an item, for at most `at_most`. False at once when there is
+    // nothing it could take (empty or aborted): waiting would then be waiting for nothing.
+    template <typename Rep, typename Period>
+    bool wait_for_pop(std::chrono::duration<Rep, Period> at_most) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (aborted_ || items_.empty()) return false;
+        const uint64_t seen = pops_;
+        not_full_.wait_for(lock, at_most, [&] { return aborted_ || pops_ != seen; });
+        return !aborted_;
+    }
+
+    // Wakes all waiters for good (used when a session is torn down) and hands back what was still
+    // queued, so the caller can account for it (the acquisition ledger) before it is dropped.
+    std::deque<T> abort() {
+        std::deque<T> left;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            aborted_ = true;
+            left.swap(items_);
+        }
         not_full_.notify_all();
         not_empty_.notify_all();
+        return left;
     }
 
     size_t size() const {
@@ -54,6 +73,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable not_full_, not_empty_;
     std::deque<T> items_;
+    uint64_t pops_ = 0;
     bool aborted_ = false;
 };
 

@@ -37,6 +37,16 @@ uint64_t acquisitions_carried(const Message& m) {
 
 // A queue item: a message, or the end-of-stream marker (nullopt) that drains the chain in order.
 using Item = std::optional<Message>;
+
+// A queued message with its host payload charged to the session's budget: 64 queued readouts of
+// 16 MiB each are a gigabyte, which only the budget can stop. Given back when a gadget takes it.
+struct Queued {
+    Item item;
+    BudgetCharge charge;
+};
+
+constexpr const char* kQueuedWhat = "a message waiting in a gadget's input queue";
+constexpr auto kRoomPoll = std::chrono::milliseconds(20);
 }  // namespace
 
 struct ChainRunner::Impl {
@@ -47,10 +57,16 @@ struct ChainRunner::Impl {
     public:
         StageEmitter(Impl& impl, size_t index) : impl_(impl), index_(index) {}
         void emit(Message msg) override {
-            if (index_ + 1 < impl_.stages.size())
-                impl_.stages[index_ + 1]->queue.push(Item(std::move(msg)));
-            else if (impl_.sink)
+            if (index_ + 1 < impl_.stages.size()) {
+                Stage& next = *impl_.stages[index_ + 1];
+                const std::optional<uint32_t> scan = acquisition_scan(msg);
+                BudgetCharge charge = impl_.charge_for(msg, next);
+                // Refused only once the chain is aborted: the acquisition is dropped with the rest.
+                if (!next.queue.push(Queued{Item(std::move(msg)), std::move(charge)}) && scan)
+                    impl_.dropped_at_abort(*scan);
+            } else if (impl_.sink) {
                 impl_.sink(std::move(msg));
+            }
         }
 
     private:
@@ -63,7 +79,7 @@ struct ChainRunner::Impl {
             : gadget(std::move(g)), name(std::move(n)), queue(capacity), timing(gadget_timing(name)) {}
         std::unique_ptr<Gadget> gadget;
         std::string name;
-        BoundedQueue<Item> queue;
+        BoundedQueue<Queued> queue;
         std::thread thread;
         bool failed = false;  // touched only by the stage's own thread
         GadgetTiming& timing;  // the process-wide histogram of this gadget's process() calls
@@ -73,6 +89,7 @@ struct ChainRunner::Impl {
     std::vector<std::unique_ptr<Stage>> stages;
     ChainSink sink;
     SessionContext ctx;
+    std::shared_ptr<MemoryBudget> host_budget;  // the session's, from ctx.backend (null: not bounded)
     int backend = 0;
     bool cpu_fallback = false;
     bool started = false;
@@ -121,10 +138,13 @@ struct ChainRunner::Impl {
         StageEmitter out(*this, index);
         guarded(s, [&] { s.gadget->start(ctx); });
         for (;;) {
-            std::optional<Item> item = s.queue.pop();
-            if (!item) return;  // aborted
-            if (!item->has_value()) break;
-            Message& msg = **item;  // moved into process() below
+            std::optional<Queued> queued = s.queue.pop();
+            if (!queued) return;  // aborted
+            if (!queued->item.has_value()) break;
+            // In the gadget's hands now: a gadget that keeps it charges its own copy (accumulators),
+            // and one that passes it on charges it again in the next queue.
+            queued->charge.reset();
+            Message& msg = *queued->item;  // moved into process() below
             const std::optional<uint32_t> scan = acquisition_scan(msg);
             const uint64_t carried = acquisitions_carried(msg);
             const bool dropped = s.failed;
@@ -137,12 +157,50 @@ struct ChainRunner::Impl {
                 ctx.ledger->discarded(dropped ? std::string(kAfterFailure) : "lost when " + s.name + " failed on it", *scan);
         }
         guarded(s, [&] { s.gadget->finish(out); });
-        if (index + 1 < stages.size()) stages[index + 1]->queue.push(Item());
+        if (index + 1 < stages.size()) stages[index + 1]->queue.push(Queued{Item(), {}});
     }
 
-    void abort_all() {
-        for (auto& s : stages) s->queue.abort();
+    // The charge of `msg` waiting in `target`'s queue. A budget that is full while the queue holds
+    // messages is backpressure: wait until the gadget takes one, as for a full queue. Full with the
+    // queue empty, nothing will give room: the error names the bytes and the budget.
+    BudgetCharge charge_for(const Message& msg, Stage& target) {
+        const uint64_t bytes = host_payload_bytes(msg);
+        if (!host_budget || bytes == 0) return {};
+        for (;;) {
+            try {
+                return BudgetCharge(host_budget, bytes, kQueuedWhat);
+            } catch (const MemoryBudgetExceeded& e) {
+                if (!target.queue.wait_for_pop(kRoomPoll))
+                    throw MemoryBudgetExceeded(std::string(message_kind(msg)) + " for " + target.name + ": " + e.what(),
+                                               e.requested(), e.limit(), e.in_use());
+            }
+        }
     }
+
+    // Ends every stage at once. What the queues still held is dropped, each acquisition among it
+    // recorded under `why` so the session's summary still adds up (received = used + discarded).
+    void abort_all(const std::string& why) {
+        {
+            std::lock_guard<std::mutex> lock(abort_mutex);
+            abort_reason = why;
+        }
+        for (auto& s : stages)
+            for (const Queued& q : s->queue.abort())
+                if (q.item && ctx.ledger)
+                    if (const auto scan = acquisition_scan(*q.item)) ctx.ledger->discarded(why, *scan);
+    }
+
+    // An acquisition a gadget emitted after the abort (it was in the gadget's hands meanwhile).
+    void dropped_at_abort(uint32_t scan) {
+        std::string why;
+        {
+            std::lock_guard<std::mutex> lock(abort_mutex);
+            why = abort_reason;
+        }
+        if (ctx.ledger) ctx.ledger->discarded(why, scan);
+    }
+    std::mutex abort_mutex;
+    std::string abort_reason = "dropped when the chain was stopped";  // abort_all's `why`
 
     void join_all() {
         for (auto& s : stages)
@@ -172,13 +230,24 @@ ChainRunner::ChainRunner(std::vector<std::unique_ptr<Gadget>> gadgets, std::vect
 
 ChainRunner::~ChainRunner() {
     if (impl_->queue_reporter) unregister_queue_reporter(impl_->queue_reporter);
-    if (impl_->started && !impl_->closed) impl_->abort_all();
+    if (impl_->started && !impl_->closed) impl_->abort_all("dropped when the chain was stopped");
+    impl_->join_all();
+}
+
+void ChainRunner::abort(const std::string& why) {
+    if (!impl_->started || impl_->closed) {
+        impl_->join_all();  // after close_and_wait: nothing is left to drop
+        return;
+    }
+    impl_->closed = true;
+    impl_->abort_all(why);
     impl_->join_all();
 }
 
 void ChainRunner::start(SessionContext ctx, ChainSink sink) {
     if (impl_->started) throw std::logic_error("ChainRunner::start called twice");
     impl_->ctx = std::move(ctx);
+    if (impl_->ctx.backend) impl_->host_budget = impl_->ctx.backend->budgets().host;
     impl_->sink = std::move(sink);
     impl_->started = true;
     Impl* impl = impl_.get();
@@ -198,13 +267,15 @@ void ChainRunner::push(Message msg) {
         if (const auto scan = acquisition_scan(msg)) impl_->ctx.ledger->discarded(kAfterFailure, *scan);
         return;
     }
-    impl_->stages.front()->queue.push(Item(std::move(msg)));
+    Impl::Stage& first = *impl_->stages.front();
+    BudgetCharge charge = impl_->charge_for(msg, first);
+    first.queue.push(Queued{Item(std::move(msg)), std::move(charge)});
 }
 
 void ChainRunner::close_and_wait() {
     if (!impl_->started || impl_->closed) return;
     impl_->closed = true;
-    impl_->stages.front()->queue.push(Item());
+    impl_->stages.front()->queue.push(Queued{Item(), {}});
     impl_->join_all();
 }
 

@@ -42,6 +42,12 @@ public:
     // Signals the end of the stream and waits until every gadget has finished in order.
     void close_and_wait();
 
+    // Stops the chain without draining it (the session ended before its client's CLOSE, or failed)
+    // and joins its threads. Every acquisition still queued, or emitted by a gadget after the stop,
+    // is recorded in the ledger as discarded for `why` ("dropped at shutdown"). Nothing after a
+    // completed close_and_wait().
+    void abort(const std::string& why);
+
     // Before start(): `hook` is called on the failing gadget's thread with each error, in the order
     // errors() lists them, under the lock that guards them: it must return soon and must not call
     // back into this ChainRunner.

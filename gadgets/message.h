@@ -127,4 +127,8 @@ using Message = std::variant<Acquisition, PendingAcquisition, Waveform, ReconBuf
 // "acquisition", "pending acquisition", ... for logs and errors.
 const char* message_kind(const Message& m);
 
+// Host memory a message's wire payload takes (samples, trajectory, pixels, text); 0 for the messages
+// whose data live in backend arrays (those are charged to the budgets where they are allocated).
+uint64_t host_payload_bytes(const Message& m);
+
 }  // namespace larmor

@@ -135,6 +135,14 @@ int main(int argc, char** argv) {
                    "(behind a NAT or a load balancer that hides client addresses, every client has the same one)")
         ->check(CLI::Range(size_t(0), size_t(100000)))
         ->capture_default_str();
+    app.add_option("--max-header-bytes", options.max_header_bytes,
+                   "Largest ISMRMRD header (PARAMETER_SCRIPT) a client may send; a larger one is refused unread with "
+                   "a message. Its parse is charged to the session's memory at up to 18x its size")
+        ->capture_default_str();
+    app.add_option("--max-config-bytes", options.max_config_bytes,
+                   "Largest chain a client may send as CONFIG_SCRIPT (protobuf text or Gadgetron XML); a larger one is "
+                   "refused unread with a message")
+        ->capture_default_str();
     app.add_option("--backend", backend, "Compute backend: auto (CUDA when usable), cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
         ->capture_default_str();

@@ -25,9 +25,14 @@ ServerMemory::ServerMemory(const MemoryLimitOptions& o, uint64_t machine_bytes, 
     }
 }
 
-MemoryBudgets ServerMemory::admit(uint64_t need, int device, const std::string& declared) const {
+std::shared_ptr<MemoryBudget> ServerMemory::session_host_budget() const {
+    return std::make_shared<MemoryBudget>("session host memory budget (--session-memory-limit)", session_host_, host_);
+}
+
+MemoryBudgets ServerMemory::admit(uint64_t need, int device, const std::string& declared,
+                                  std::shared_ptr<MemoryBudget> host) const {
     MemoryBudgets b;
-    b.host = std::make_shared<MemoryBudget>("session host memory budget (--session-memory-limit)", session_host_, host_);
+    b.host = host ? std::move(host) : session_host_budget();
     if (device >= 0) {
         const auto it = devices_.find(device);
         if (it == devices_.end())

@@ -34,11 +34,17 @@ public:
     ServerMemory(const MemoryLimitOptions& o, uint64_t machine_bytes, const std::vector<int>& devices,
                  uint64_t (*device_memory)(int));
 
+    // A session's host budget under the server's, before anything is admitted: what a connection holds
+    // before its header (messages being received, their parsing) is charged to it from the start.
+    std::shared_ptr<MemoryBudget> session_host_budget() const;
+
     // Budgets for a session whose backend arrays will need `need` bytes (on CUDA device `device`, or
     // host memory when device < 0). `declared` says where the figure comes from, for the message.
-    // Throws AdmissionError when it exceeds the session's or the server's limit, or when it does not
-    // fit beside the other sessions within the admission wait.
-    MemoryBudgets admit(uint64_t need, int device, const std::string& declared) const;
+    // `host`: the session's own host budget (session_host_budget()) when it has one already; null:
+    // a new one. Throws AdmissionError when it exceeds the session's or the server's limit, or when it
+    // does not fit beside the other sessions within the admission wait.
+    MemoryBudgets admit(uint64_t need, int device, const std::string& declared,
+                        std::shared_ptr<MemoryBudget> host = nullptr) const;
 
     // What admission may free when a session does not fit: reclaim(device, bytes) evicts that much from
     // caches charged to the host budget (device -1) or to CUDA device `device`'s (the precompute cache)

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -41,6 +42,11 @@ Server::Server(ServerOptions options)
     env_->devices = std::make_unique<DevicePool>(device_ids);
     env_->memory = std::make_unique<ServerMemory>(env_->options.memory, machine_memory(), device_ids,
                                                   &cuda_device_memory);
+    env_->max_header_bytes = parse_memory_size(env_->options.max_header_bytes, 0, "--max-header-bytes");
+    env_->max_config_bytes = parse_memory_size(env_->options.max_config_bytes, 0, "--max-config-bytes");
+    // The codec's own bound on any text must not cut below what the flags allow.
+    wire::Limits& limits = env_->options.limits;
+    limits.max_text_bytes = std::max({limits.max_text_bytes, env_->max_header_bytes, env_->max_config_bytes});
     env_->chains = std::make_unique<ChainCatalog>(env_->options.config_dir);
     for (const auto& p : env_->chains->last_report().problems) spdlog::error("chain {}", p);
     if (!env_->options.dependency_dir.empty()) {

@@ -43,6 +43,11 @@ struct ServerOptions {
     uint64_t min_data_rate = 64;
     std::chrono::seconds min_data_rate_window{60};
     size_t max_sessions_per_address = 0;     // sessions from one client address at once; 0: no limit
+    // The XML and text a client has parsed (the parse is charged to its session at about 18x the size:
+    // server/parse_cost.h): its ISMRMRD header (PARAMETER_SCRIPT) and a CONFIG_SCRIPT chain. Sizes as
+    // for the memory flags ("4MiB"); a larger one is refused, unread, with a TEXT naming the flag.
+    std::string max_header_bytes = "4MiB";
+    std::string max_config_bytes = "1MiB";
     size_t max_sessions = 64;
     size_t queue_depth = 64;                 // capacity of each gadget's input queue
     BackendPolicy backend = BackendPolicy::Auto;

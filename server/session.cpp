@@ -14,11 +14,18 @@
 #include "server/dependency_query.h"
 #include "server/excerpt.h"
 #include "server/header_parse.h"
+#include "server/parse_cost.h"
 #include "server/queries.h"
 #include "server/tls_transport.h"
 
 namespace larmor::server {
 namespace {
+
+// A query key is a name ("gadgetron::info", "larmor::status"); nothing longer is answered.
+constexpr uint64_t kMaxQueryKeyBytes = 64u << 10;
+// One data message may take what the session was admitted for, or this much when that is less: a
+// passthrough chain declares nothing, yet takes readouts of 65535 samples x 128 channels.
+constexpr uint64_t kReceiveAllowanceFloor = 64u << 20;
 
 // After the final CLOSE the client normally closes at once; a client that does not gets this long
 // before the server closes anyway (see SocketReader::discard_until_eof).
@@ -105,7 +112,8 @@ Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, b
       ioc_(std::move(ioc)),
       transport_(make_transport(*ioc_, std::move(socket), env_->tls)),
       writer_(*transport_, env_->options.write_timeout),
-      reader_(*transport_, env_->options.read_timeout) {}
+      reader_(*transport_, env_->options.read_timeout),
+      host_budget_(env_->memory->session_host_budget()) {}
 
 Session::~Session() = default;
 
@@ -153,6 +161,8 @@ void Session::run() noexcept {
     }
     chain_.reset();
     budgets_ = {};
+    in_flight_.reset();
+    host_budget_->claim(0, std::chrono::milliseconds(0));
     device_lease_.reset();
     // A client that stopped reading (or vanished) lost what was still to be sent: an error of this
     // session even when nothing else went wrong.
@@ -191,26 +201,35 @@ void Session::serve() {
         }
         const uint64_t start = reader_.bytes_read();
         wire::WireMessage msg;
+        refusal_where_ = nullptr;
         try {
-            msg = wire::read_message(reader_, env_->options.limits);
+            msg = wire::read_message(reader_, env_->options.limits, *this).message;
             heard_from_ = true;
         } catch (const std::exception& e) {
+            in_flight_.reset();
             env_->stats.bytes_received += reader_.bytes_read() - start;
             const uint64_t into = reader_.bytes_read() - start;
             if (stop_requested_) {
                 abort_session("Server", "larmor-server is shutting down; the session ended before the client's CLOSE");
-            } else if (dynamic_cast<const wire::RejectedMessage*>(&e)) {
-                // Read to its end, so the stream is still framed: the error goes to the client now
-                // (fail), the rest is read and dropped until its CLOSE, answered there with the
-                // summary and CLOSE (see fail() for why an upload under way may get the TEXT). Only
-                // the first one is reported.
-                ++acquisitions_;
-                ++env_->stats.acquisitions;
-                ledger_->discarded("refused while decoding (see the error)", AcquisitionLedger::kUnknownScan);
+            } else if (const auto* rejected = dynamic_cast<const wire::RejectedMessage*>(&e)) {
+                // Read to its end (or dropped unread, refused by the gate), so the stream is still
+                // framed: the error goes to the client now (fail), the rest is read and dropped until
+                // its CLOSE, answered there with the summary and CLOSE (see fail() for why an upload
+                // under way may get the TEXT). Only the first one is reported.
+                heard_from_ = true;
+                if (rejected->id() == wire::kAcquisition) {
+                    ++acquisitions_;
+                    ++env_->stats.acquisitions;
+                    if (refusal_where_)
+                        ledger_->discarded("refused as announced, before its samples were read (see the error)",
+                                           refused_scan_);
+                    else
+                        ledger_->discarded("refused while decoding (see the error)", AcquisitionLedger::kUnknownScan);
+                }
                 if (state_ == State::Discarding)
                     ++discarded_;
                 else
-                    fail("Protocol", e.what());
+                    fail(refusal_where_ ? refusal_where_ : "Protocol", e.what());
                 continue;
             } else if (dynamic_cast<const wire::EndOfStream*>(&e)) {
                 abort_session("Protocol", std::string("the client closed the connection without CLOSE (") + e.what() + ")");
@@ -227,8 +246,74 @@ void Session::serve() {
         }
         env_->stats.bytes_received += reader_.bytes_read() - start;
         log_->trace("received {} ({} bytes)", message_name(msg), reader_.bytes_read() - start);
-        if (!dispatch(msg)) return;
+        const bool more = dispatch(msg);
+        in_flight_.reset();  // the message is handled (or queued, charged there: ChainRunner::push)
+        if (!more) return;
     }
+}
+
+wire::PayloadVerdict Session::admit(const wire::PayloadInfo& p) {
+    using V = wire::PayloadVerdict;
+    switch (p.id) {
+        case wire::kAcquisition:
+        case wire::kWaveform:
+        case wire::kImage:
+            // Before the header, after an error or once a gadget failed, data are dropped unread:
+            // dispatch says why (or counts them), and holding them could only cost memory.
+            if (state_ != State::Streaming || chain_->failed()) return {V::Skip, {}};
+            if (p.acquisition) refused_scan_ = p.acquisition->scan_counter;
+            if (p.bytes > receive_allowance())
+                return refuse("Memory", wire::describe(p) + " holds " + format_bytes(p.bytes) +
+                                            ", more than this session was admitted for (" + admitted_for_ +
+                                            ": an estimated " + format_bytes(admitted_need_) +
+                                            "; one message may take that or 64 MiB, whichever is larger); refused "
+                                            "before its samples were read");
+            return charge(p);
+        case wire::kQuery:
+            if (p.bytes > kMaxQueryKeyBytes)
+                return refuse("Protocol", "QUERY key of " + std::to_string(p.bytes) + " bytes is longer than the " +
+                                              std::to_string(kMaxQueryKeyBytes) + " a query key may have");
+            return charge(p);
+        case wire::kParameterScript:
+            if (state_ != State::AwaitHeader) return {V::Skip, {}};  // on_header says why it is not wanted
+            if (p.bytes > env_->max_header_bytes)
+                return refuse("Header", "the ISMRMRD header (PARAMETER_SCRIPT) of " + format_bytes(p.bytes) +
+                                            " is larger than --max-header-bytes " +
+                                            format_bytes(env_->max_header_bytes) + "; refused unread");
+            return charge(p);
+        case wire::kConfigScript:
+            if (state_ != State::AwaitConfig) return {V::Skip, {}};  // on_config says why
+            if (p.bytes > env_->max_config_bytes)
+                return refuse("Config", "CONFIG_SCRIPT(2) of " + format_bytes(p.bytes) +
+                                            " is larger than --max-config-bytes " +
+                                            format_bytes(env_->max_config_bytes) + "; refused unread");
+            return charge(p);
+        default:
+            // Server-to-client messages (TEXT, RESPONSE, ...): dispatch refuses them without their payload.
+            return {V::Skip, {}};
+    }
+}
+
+wire::PayloadVerdict Session::refuse(const char* where, std::string why) {
+    refusal_where_ = where;
+    return {wire::PayloadVerdict::Refuse, std::move(why)};
+}
+
+wire::PayloadVerdict Session::charge(const wire::PayloadInfo& p) {
+    try {
+        in_flight_ = BudgetCharge(host_budget_, p.bytes, "a message being received");
+    } catch (const MemoryBudgetExceeded& e) {
+        return refuse("Memory", wire::describe(p) + ": " + e.what() + "; refused before its payload was read");
+    }
+    return {wire::PayloadVerdict::Keep, {}};
+}
+
+uint64_t Session::receive_allowance() const { return std::max<uint64_t>(admitted_need_, kReceiveAllowanceFloor); }
+
+ISMRMRD::IsmrmrdHeader Session::parse_header_charged(const std::string& xml) {
+    const BudgetCharge parsing(host_budget_, ismrmrd_header_parse_bound(xml),
+                               "parsing the ISMRMRD header (PARAMETER_SCRIPT) of " + format_bytes(xml.size()));
+    return parse_ismrmrd_header(xml);
 }
 
 bool Session::dispatch(wire::WireMessage& msg) {
@@ -284,6 +369,17 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
                             "': send exactly one CONFIG_FILE(1) or CONFIG_SCRIPT(2)");
         return;
     }
+    // A script's parse (the dependency query's look at it included), charged before it starts
+    // (server/parse_cost.h).
+    BudgetCharge parsing;
+    try {
+        if (!is_file)
+            parsing = BudgetCharge(host_budget_, chain_script_parse_bound(text),
+                                   "parsing CONFIG_SCRIPT(2) of " + format_bytes(text.size()));
+    } catch (const MemoryBudgetExceeded& e) {
+        fail("Memory", e.what());
+        return;
+    }
     if (!is_file) {
         if (auto id = noise_dependency_query_id(text)) {
             dependency_query_ = true;
@@ -297,6 +393,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
     try {
         config::Chain chain = is_file ? env_->chains->get(text)
                                       : parse_chain(text, "CONFIG_SCRIPT");
+        parsing.reset();
         set_chain_name(is_file ? text : (chain.name().empty() ? std::string("inline chain") : chain.name()));
         const BackendPolicy policy = env_->options.backend;
         const bool may_use_cuda = policy != BackendPolicy::Cpu && chain.backend() != config::BACKEND_CPU;
@@ -332,7 +429,7 @@ void Session::on_header(const std::string& xml) {
         return;
     }
     try {
-        ISMRMRD::IsmrmrdHeader header = parse_ismrmrd_header(xml);
+        ISMRMRD::IsmrmrdHeader header = parse_header_charged(xml);
         header_received_ = true;
         if (chain_->cartesian_only()) check_cartesian(header, chain_name_);
         // Admitted before the backend exists: a refused stream has allocated nothing but its header.
@@ -342,7 +439,7 @@ void Session::on_header(const std::string& xml) {
         if (use_cuda_) {
             try {
                 device_lease_ = env_->devices->acquire();
-                budgets_ = env_->memory->admit(need, device_lease_.device(), declared);
+                budgets_ = env_->memory->admit(need, device_lease_.device(), declared, host_budget_);
                 backend = make_session_backend(true, device_lease_.device(), budgets_);
             } catch (const std::exception& e) {
                 if (!may_fall_back()) throw;
@@ -356,9 +453,11 @@ void Session::on_header(const std::string& xml) {
             }
         }
         if (!use_cuda_) {
-            budgets_ = env_->memory->admit(need, -1, declared);
+            budgets_ = env_->memory->admit(need, -1, declared, host_budget_);
             backend = make_session_backend(false, -1, budgets_);
         }
+        admitted_need_ = need;
+        admitted_for_ = declared;
         std::vector<std::shared_ptr<Backend>> peers;
         if (use_cuda_ && chain_->splits_across_devices()) peers = peer_backends(need, declared);
         log_->info("ISMRMRD header: {} encoding(s), {} bytes; backend {}{}{}", header.encoding.size(), xml.size(),
@@ -377,6 +476,8 @@ void Session::on_header(const std::string& xml) {
         state_ = State::Streaming;
     } catch (const HeaderError& e) {
         fail("Header", e.what());
+    } catch (const MemoryBudgetExceeded& e) {
+        fail("Memory", e.what());
     } catch (const AdmissionError& e) {
         device_lease_.reset();
         ++env_->stats.sessions_over_budget;
@@ -444,6 +545,9 @@ void Session::on_data(Message msg, const char* kind) {
         if (!acq->traj.empty() && !chain_->uses_trajectories()) ++trajectories_ignored_;
     }
     try {
+        // The queue charges the payload from here on: held twice, a message near the budget's limit
+        // would be refused although it is in memory once.
+        in_flight_.reset();
         chain_->push(std::move(msg));  // blocks while the chain is busy: backpressure to the socket
     } catch (const std::exception& e) {
         fail("Session", std::string("cannot pass ") + kind + " to chain '" + chain_name_ + "': " + e.what());
@@ -467,7 +571,7 @@ void Session::on_close() {
                         "' loaded, but no ISMRMRD header (PARAMETER_SCRIPT) arrived: nothing to reconstruct");
     }
     // Discarding: the chain (if it was running) is aborted in reply_and_close; no partial result.
-    reply_and_close(notes);
+    reply_and_close(notes, "in the chain when the session failed (not reconstructed)");
 }
 
 void Session::answer_dependency_query() {
@@ -476,7 +580,7 @@ void Session::answer_dependency_query() {
     log_->info("noise dependency query for measurement '{}': {} ({})", excerpt(dependency_id_),
                a.found ? "success" : "failed", a.detail);
     send(wire::DependencyQuery{a.meta_xml});
-    reply_and_close({});
+    reply_and_close({}, {});
 }
 
 // The error is written at once, while the client may still be uploading, and the connection stays
@@ -517,7 +621,8 @@ void Session::abort_session(const std::string& where, const std::string& what) {
     state_ = State::Discarding;
     output_enabled_ = false;
     report_error(errors_.back());
-    reply_and_close({});
+    reply_and_close({}, stop_requested_ ? "dropped at shutdown (the server stopped before the client's CLOSE)"
+                                        : "dropped when the session ended before the client's CLOSE (see the error)");
 }
 
 void Session::report_error(const std::string& text) {
@@ -528,7 +633,7 @@ void Session::report_error(const std::string& text) {
     if (!writer_.post(encoded_text(text))) unsent_errors_.push_back(text);
 }
 
-void Session::reply_and_close(const std::vector<std::string>& notes) {
+void Session::reply_and_close(const std::vector<std::string>& notes, const std::string& dropped_because) {
     // Every error known so far was posted already (send() below waits until those are on the wire,
     // so they precede the rest); only those that could not be posted are sent here. A gadget failing
     // from now on (an aborted chain) is logged but no longer told: its TEXT could follow CLOSE.
@@ -540,6 +645,10 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     }
     for (const auto& t : texts) send(Text{t});
     for (const auto& n : notes) send(Text{n});
+    // A chain that did not drain (the session ends early, or failed) is stopped before the summary is
+    // made, so what it still held is counted as dropped, not as "still in the chain". Its output is
+    // off already (fail, abort_session), so nothing of it reaches the client.
+    if (chain_) chain_->abort(dropped_because);
     // Every session that got as far as data says what became of it; the dependency pre-query
     // (answered with DEPENDENCY_QUERY and CLOSE only, protocol.md) never does.
     if ((header_received_ || acquisitions_ > 0) && !dependency_query_) {
@@ -553,6 +662,7 @@ void Session::reply_and_close(const std::vector<std::string>& notes) {
     // Its arrays are gone with the chain: give the memory claim back now, not when the server
     // reaps this session, so the next client is admitted at once.
     budgets_ = {};
+    host_budget_->claim(0, std::chrono::milliseconds(0));  // its claim on the server goes with the chain
     device_lease_.reset();
     // The work is done: give the --max-sessions slot back before the FIN, so a client that saw the
     // connection end also sees the session gone, and the linger below keeps no new client out.

@@ -35,6 +35,8 @@ class TlsContext;
 // orderly shutdown never points at freed memory.
 struct SessionEnvironment {
     ServerOptions options;
+    // options.max_header_bytes / max_config_bytes as bytes (resolved when the server starts).
+    uint64_t max_header_bytes = 4u << 20, max_config_bytes = 1u << 20;
     ServerStats stats;
     std::unique_ptr<DevicePool> devices;  // from options.devices; never null once the server runs
     std::shared_ptr<const NoiseDependencyStore> dependencies;  // at options.dependency_dir; null: none
@@ -45,7 +47,10 @@ struct SessionEnvironment {
     std::shared_ptr<TlsContext> tls;  // from options.security.tls; null: plain TCP
 };
 
-class Session {
+// The gate (wire::PayloadGate) decides about each message's payload before it is read: data before the
+// header or after an error are dropped unread, XML over its limit and payloads the session's memory
+// budget cannot hold are refused as they are announced, and what is read is charged to the budget.
+class Session final : private wire::PayloadGate {
 public:
     // `socket` is the accepted connection, created on `ioc`: the session's private io_context,
     // which only ever runs on the session's own thread.
@@ -88,6 +93,16 @@ private:
     };
 
     void serve();  // the message loop; returns when the session is over
+    // wire::PayloadGate: what becomes of the payload being announced (see the class comment).
+    wire::PayloadVerdict admit(const wire::PayloadInfo& payload) override;
+    wire::PayloadVerdict refuse(const char* where, std::string why);
+    // Charges the payload to the session's host budget while it is received and handled.
+    wire::PayloadVerdict charge(const wire::PayloadInfo& payload);
+    // The largest data message the session takes: what it was admitted for, or 64 MiB at least.
+    uint64_t receive_allowance() const;
+    // Parses the header (or a CONFIG_SCRIPT chain) with its parse cost charged to the session's
+    // budget first (server/parse_cost.h); MemoryBudgetExceeded when it cannot have it.
+    ISMRMRD::IsmrmrdHeader parse_header_charged(const std::string& xml);
     // Handles one message; returns false when the session is over (CLOSE).
     bool dispatch(wire::WireMessage& msg);
 
@@ -122,7 +137,8 @@ private:
     void report_error(const std::string& text);
     // Sends the errors report_error could not hand to the writer, `notes`, the summary, then CLOSE;
     // nothing can follow. Then closes the connection.
-    void reply_and_close(const std::vector<std::string>& notes);
+    // `dropped_because`: the ledger's reason for acquisitions a chain that did not drain still held.
+    void reply_and_close(const std::vector<std::string>& notes, const std::string& dropped_because);
 
     // Gives the session's place under --max-sessions back (once; the server took it at accept).
     void release_slot();
@@ -174,6 +190,14 @@ private:
     uint64_t trajectories_ignored_ = 0;  // acquisitions with trajectories on a chain that uses none
     std::atomic<uint64_t> images_sent_{0}, texts_sent_{0}, dropped_outputs_{0};
 
+    // The session's host budget from its first byte: messages being received and their parsing are
+    // charged to it before the header; the header's admission then claims what the chain needs.
+    std::shared_ptr<MemoryBudget> host_budget_;
+    BudgetCharge in_flight_;  // the payload of the message being read and dispatched
+    uint64_t admitted_need_ = 0;  // the chain's estimate at admission (receive_allowance)
+    std::string admitted_for_;    // what that estimate was made of (declared_size), for refusals
+    const char* refusal_where_ = "Protocol";  // the "[where]" of the gate's last refusal
+    uint32_t refused_scan_ = AcquisitionLedger::kUnknownScan;  // the acquisition it refused
     // Admitted by env_->memory when the header arrived; the backend charges its arrays to them.
     MemoryBudgets budgets_;
 

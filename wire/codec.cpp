@@ -118,7 +118,24 @@ void check_limit(const char* msg, const char* what, uint64_t value, uint64_t lim
 // a ProtocolError that names the message and the part (the peer broke the framing).
 class MessageReader {
 public:
-    MessageReader(ByteReader& in, const char* name) : in_(in), name_(name) {}
+    MessageReader(ByteReader& in, uint16_t id, const char* name, PayloadGate* gate)
+        : in_(in), id_(id), name_(name), gate_(gate) {}
+
+    // Asks the gate about a payload of `bytes` (see PayloadGate); true: read it. false: the caller
+    // skips the whole rest of the message, then calls end_skip(), which throws for a refusal.
+    bool keep(uint64_t bytes, const ISMRMRD::ISMRMRD_AcquisitionHeader* acquisition = nullptr) {
+        if (!gate_) return true;
+        PayloadVerdict v = gate_->admit(PayloadInfo{id_, bytes, acquisition});
+        if (v.kind == PayloadVerdict::Keep) return true;
+        if (v.kind == PayloadVerdict::Refuse) refusal_ = std::move(v.reason);
+        refused_ = v.kind == PayloadVerdict::Refuse;
+        skipped_ = true;
+        return false;
+    }
+    void end_skip() {
+        if (refused_) throw RejectedMessage(id_, refusal_);
+    }
+    bool skipped() const { return skipped_; }
 
     void bytes(void* dst, size_t n, const char* part) { bytes_of_part(dst, n, part, n, 0); }
 
@@ -182,10 +199,16 @@ public:
     // u32 or u64 length prefix (named `what` in errors), bounded, then that many bytes (named `part`).
     // Gadgetron's clients send scripts with the C string's NUL counted in the length; the text ends
     // before it, so trailing NULs are dropped (as for image meta).
+    // A string the gate does not keep comes back empty, its bytes dropped (skipped()); the caller
+    // calls end_skip() once the message is read to its end.
     template <typename LenT>
     std::string sized_string(uint64_t limit, const char* what, const char* part) {
         uint64_t len = pod<LenT>(what);
         check_limit(name_, what, len, limit);
+        if (!keep(len)) {
+            skip(len, part);
+            return {};
+        }
         std::string s = string(len, part);
         strip_trailing_nuls(s);
         return s;
@@ -193,7 +216,11 @@ public:
 
 private:
     ByteReader& in_;
+    uint16_t id_;
     const char* name_;
+    PayloadGate* gate_;
+    bool skipped_ = false, refused_ = false;
+    std::string refusal_;
 };
 
 ConfigFile read_config_file(MessageReader& r) {
@@ -241,7 +268,7 @@ void read_compressed_data(MessageReader& r, Acquisition& acq) {
     const uint64_t n = r.pod<uint32_t>("compressed data length");
     if (zfp) {
         r.skip(n, "compressed data");
-        throw RejectedMessage(describe_acquisition(h) + ": ZFP-compressed data (flag 53" +
+        throw RejectedMessage(kAcquisition, describe_acquisition(h) + ": ZFP-compressed data (flag 53" +
                               std::string(nhlbi ? " together with NHLBI flag 54" : "") +
                               ") is not supported; Larmor decodes NHLBI compression (flag 54: gadgetron_ismrmrd_client "
                               "-P or -T without -Z) and plain data. Its " + num(n) + " compressed bytes were dropped");
@@ -251,7 +278,7 @@ void read_compressed_data(MessageReader& r, Acquisition& acq) {
     const uint64_t most = nhlbi_max_buffer_bytes(floats);
     if (n > most) {
         r.skip(n, "compressed data");
-        throw RejectedMessage(describe_acquisition(h) + ": NHLBI compressed data length " + num(n) +
+        throw RejectedMessage(kAcquisition, describe_acquisition(h) + ": NHLBI compressed data length " + num(n) +
                               " exceeds the " + num(most) + " bytes any encoding of its " + num(floats) +
                               " floats can take; dropped");
     }
@@ -263,7 +290,7 @@ void read_compressed_data(MessageReader& r, Acquisition& acq) {
         decode_nhlbi(block.data(), block.size(), floats, reinterpret_cast<float*>(acq.data.data()));
     } catch (const std::invalid_argument& e) {
         acq.data.clear();
-        throw RejectedMessage(describe_acquisition(h) + " with NHLBI compression (flag 54): " + e.what());
+        throw RejectedMessage(kAcquisition, describe_acquisition(h) + " with NHLBI compression (flag 54): " + e.what());
     }
     h.flags &= clear;
 }
@@ -276,11 +303,25 @@ Acquisition read_acquisition(MessageReader& r, const Limits& limits) {
     check_limit("ACQUISITION", "number_of_samples", h.number_of_samples, limits.max_samples);
     check_limit("ACQUISITION", "trajectory_dimensions", h.trajectory_dimensions, limits.max_trajectory_dimensions);
     // All three are uint16 and bounded above, so these products cannot overflow.
-    r.vector(acq.traj, uint64_t{h.number_of_samples} * h.trajectory_dimensions, "trajectory");
-    if (flag_set(h.flags, kFlagCompression1) || flag_set(h.flags, kFlagCompression2))
+    const uint64_t traj = uint64_t{h.number_of_samples} * h.trajectory_dimensions;
+    const uint64_t samples = uint64_t{h.number_of_samples} * h.active_channels;
+    const bool compressed = flag_set(h.flags, kFlagCompression1) || flag_set(h.flags, kFlagCompression2);
+    // A compressed block is held beside the samples it decodes to, and is at most this large.
+    const uint64_t block = compressed ? nhlbi_max_buffer_bytes(2 * samples) : 0;
+    if (!r.keep(traj * sizeof(float) + samples * sizeof(std::complex<float>) + block, &h)) {
+        r.skip(traj * sizeof(float), "trajectory");
+        if (!compressed)
+            r.skip(samples * sizeof(std::complex<float>), "data");
+        else if (samples > 0)  // the block's own length says how much follows (read_compressed_data)
+            r.skip(r.pod<uint32_t>("compressed data length"), "compressed data");
+        r.end_skip();
+        return acq;
+    }
+    r.vector(acq.traj, traj, "trajectory");
+    if (compressed)
         read_compressed_data(r, acq);
     else
-        r.vector(acq.data, uint64_t{h.number_of_samples} * h.active_channels, "data");
+        r.vector(acq.data, samples, "data");
     return acq;
 }
 
@@ -289,7 +330,13 @@ Waveform read_waveform(MessageReader& r, const Limits& limits) {
     r.bytes(&w.head, kWaveformHeaderBytes, "header");
     check_limit("WAVEFORM", "channels", w.head.channels, limits.max_channels);
     check_limit("WAVEFORM", "number_of_samples", w.head.number_of_samples, limits.max_samples);
-    r.vector(w.data, uint64_t{w.head.number_of_samples} * w.head.channels, "data");
+    const uint64_t n = uint64_t{w.head.number_of_samples} * w.head.channels;
+    if (!r.keep(n * sizeof(uint32_t))) {
+        r.skip(n * sizeof(uint32_t), "data");
+        r.end_skip();
+        return w;
+    }
+    r.vector(w.data, n, "data");
     return w;
 }
 
@@ -303,6 +350,12 @@ Image read_image(MessageReader& r, const Limits& limits) {
                             ") exceeds the limit " + num(limits.max_image_bytes));
     uint64_t meta_len = r.pod<uint64_t>("attribute length");
     check_limit("IMAGE", "attribute length", meta_len, limits.max_meta_bytes);
+    if (!r.keep(meta_len + pixels)) {
+        r.skip(meta_len, "attributes");
+        r.skip(pixels, "pixel data");
+        r.end_skip();
+        return im;
+    }
     im.meta = r.string(meta_len, "attributes");
     // Gadgetron 3.x and >= 4.5 count a terminating NUL in the length; the text itself ends before it.
     strip_trailing_nuls(im.meta);
@@ -315,27 +368,37 @@ DicomWithName read_dicom(MessageReader& r, const Limits& limits) {
     DicomWithName d;
     uint64_t n = r.pod<uint32_t>("DICOM length");
     check_limit("DICOM_WITHNAME", "DICOM length", n, limits.max_image_bytes);
-    r.vector(d.dicom, n, "DICOM bytes");
+    if (r.keep(n))
+        r.vector(d.dicom, n, "DICOM bytes");
+    else
+        r.skip(n, "DICOM bytes");
+    // The strings are asked about on their own; a refusal is thrown once the message is read to its end.
     d.filename = r.sized_string<uint64_t>(limits.max_text_bytes, "file name length", "file name");
     d.meta_xml = r.sized_string<uint64_t>(limits.max_meta_bytes, "meta length", "meta");
+    r.end_skip();
     return d;
 }
 
 WireMessage read_body(uint16_t id, MessageReader& r, const Limits& limits) {
+    // Messages that are one string: a skipped or refused one was read to its end by sized_string.
+    auto whole = [&r](auto message) {
+        r.end_skip();
+        return WireMessage(std::move(message));
+    };
     switch (id) {
         case kConfigFile: return read_config_file(r);
-        case kConfigScript: return ConfigScript{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")};
+        case kConfigScript: return whole(ConfigScript{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")});
         case kParameterScript:
-            return ParameterScript{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")};
+            return whole(ParameterScript{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")});
         case kClose: return Close{};
-        case kText: return Text{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")};
-        case kQuery: return read_query(r, limits);
-        case kResponse: return read_response(r, limits);
+        case kText: return whole(Text{r.sized_string<uint32_t>(limits.max_text_bytes, "length", "text")});
+        case kQuery: return whole(read_query(r, limits));
+        case kResponse: return whole(read_response(r, limits));
         case kAcquisition: return read_acquisition(r, limits);
         case kWaveform: return read_waveform(r, limits);
         case kImage: return read_image(r, limits);
         case kDependencyQuery:
-            return DependencyQuery{r.sized_string<uint64_t>(limits.max_meta_bytes, "length", "text")};
+            return whole(DependencyQuery{r.sized_string<uint64_t>(limits.max_meta_bytes, "length", "text")});
         case kDicomWithName: return read_dicom(r, limits);
         default: throw ProtocolError("unknown message id " + num(id));
     }
@@ -489,7 +552,9 @@ void emit(Put& put, const WireMessage& msg) {
 
 }  // namespace
 
-WireMessage read_message(ByteReader& in, const Limits& limits) {
+namespace {
+
+Received read_with(ByteReader& in, const Limits& limits, PayloadGate* gate) {
     // The id is read a byte at a time so a stream that ends after its first byte counts as truncated,
     // and only an end before any byte is a clean EndOfStream.
     uint8_t id_bytes[2];
@@ -502,8 +567,21 @@ WireMessage read_message(ByteReader& in, const Limits& limits) {
     const uint16_t id = static_cast<uint16_t>(id_bytes[0] | (id_bytes[1] << 8));
     const char* name = bare_name(id);
     if (!name) throw ProtocolError("unknown message id " + num(id));
-    MessageReader r(in, name);
-    return read_body(id, r, limits);
+    MessageReader r(in, id, name, gate);
+    Received out{read_body(id, r, limits)};
+    out.skipped = r.skipped();
+    return out;
+}
+
+}  // namespace
+
+Received read_message(ByteReader& in, const Limits& limits, PayloadGate& gate) { return read_with(in, limits, &gate); }
+
+WireMessage read_message(ByteReader& in, const Limits& limits) { return read_with(in, limits, nullptr).message; }
+
+std::string describe(const PayloadInfo& p) {
+    if (p.acquisition) return describe_acquisition(*p.acquisition);
+    return id_name(p.id) + " of " + num(p.bytes) + " bytes";
 }
 
 std::vector<uint8_t> encode(const WireMessage& msg) {

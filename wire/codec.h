@@ -58,7 +58,11 @@ public:
 // cannot be decoded (ZFP, or an NHLBI buffer that does not fit its acquisition header).
 class RejectedMessage : public ProtocolError {
 public:
-    using ProtocolError::ProtocolError;
+    RejectedMessage(uint16_t id, const std::string& what) : ProtocolError(what), id_(id) {}
+    uint16_t id() const { return id_; }  // the refused message's id (ACQUISITION: one more acquisition received)
+
+private:
+    uint16_t id_;
 };
 
 // End of stream before a message was complete (or before the next message started).
@@ -92,10 +96,46 @@ public:
     virtual void write_all(const void* src, size_t n) = 0;
 };
 
+// A message's variable part as its fixed part announces it, before any of it is read.
+struct PayloadInfo {
+    uint16_t id = 0;
+    uint64_t bytes = 0;  // what it takes once received and decoded
+    const ISMRMRD::ISMRMRD_AcquisitionHeader* acquisition = nullptr;  // ACQUISITION only
+};
+
+// "ACQUISITION (scan_counter 12, 384 samples x 14 channels)", "PARAMETER_SCRIPT of 4096 bytes": how
+// refusals name the message.
+std::string describe(const PayloadInfo& p);
+
+// What the receiver makes of a payload before it is read (the server: by its session's state and
+// memory budget). Keep reads it; Skip reads and drops it through a small buffer, and the message comes
+// back without it (Received::skipped: its header says more than it holds); Refuse reads and drops it
+// too, then read_message throws RejectedMessage(reason), the stream still framed. Either way a payload
+// that is not kept costs no memory however large it was announced.
+struct PayloadVerdict {
+    enum Kind { Keep, Skip, Refuse };
+    Kind kind = Keep;
+    std::string reason;  // Refuse
+};
+
+class PayloadGate {
+public:
+    virtual ~PayloadGate() = default;
+    // Called once per message with a variable part, after its fixed part and length fields.
+    virtual PayloadVerdict admit(const PayloadInfo& payload) = 0;
+};
+
+struct Received {
+    WireMessage message;
+    bool skipped = false;  // the gate said Skip: the payload was dropped unread
+};
+
 // Reads one whole message. Throws EndOfStream when the stream ends before its id, ProtocolError on
 // an unknown id, a length over Limits or a truncated message, RejectedMessage (a ProtocolError with
-// the stream still framed) on compressed data it cannot decode. NHLBI-compressed acquisitions (flag
-// 54, wire/nhlbi.h) come back decoded, with flag 54 cleared: their data are plain samples now.
+// the stream still framed) on compressed data it cannot decode or a payload the gate refused.
+// NHLBI-compressed acquisitions (flag 54, wire/nhlbi.h) come back decoded, with flag 54 cleared:
+// their data are plain samples now. Without a gate every payload is kept.
+Received read_message(ByteReader& in, const Limits& limits, PayloadGate& gate);
 WireMessage read_message(ByteReader& in, const Limits& limits);
 
 // Encodes one message, id included, into bytes ready for the socket.
