@@ -17,7 +17,13 @@
 // readout, or at the end of a noise-only session). A session whose header names a Noise
 // measurementDependency loads that covariance at start and prewhitens with it, ignoring noise scans of
 // its own stream; when the store has none, the stream's noise scans are used, and with none of those
-// either the images are not prewhitened and the client is warned.
+// either the images are not prewhitened and the client is warned. A stored covariance belongs to the
+// scan that stored it (noise_dependency_store.h): when the store refuses this session's, the client is
+// warned and the session goes on with its own noise.
+//
+// The covariances held here (the one accumulated and the one loaded: channels^2 complex doubles, 16
+// MiB at 1024 channels) are charged to the session's host memory budget until the whitener is made
+// from them.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -30,6 +36,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/backend.h"
+#include "core/memory_budget.h"
 #include "gadgets/factories.h"
 #include "gadgets/line_ops.h"
 #include "gadgets/noise_covariance.h"
@@ -64,6 +72,8 @@ public:
         session_ = ctx.session_id;
         ledger_ = ctx.ledger;
         store_ = ctx.dependencies;
+        if (ctx.backend) host_budget_ = ctx.backend->budgets().host;
+        identity_ = scan_identity(ctx.header);
         receiver_bw_ = kDefaultReceiverNoiseBandwidth;
         const auto& sys = ctx.header.acquisitionSystemInformation;
         if (cfg_.receiver_noise_bandwidth() > 0)
@@ -131,6 +141,7 @@ private:
                                      std::to_string(acq.data.size()) + " values for " + std::to_string(c) +
                                      " channels x " + std::to_string(ns) + " samples");
         if (channels_ == 0) {
+            covariance_charge_ = charge_covariance(c, "accumulated from the stream's noise scans");
             channels_ = c;
             covariance_.assign(c * c, cdouble(0));
             noise_dwell_us_ = cfg_.noise_dwell_time_us() > 0 ? cfg_.noise_dwell_time_us() : acq.head.sample_time_us;
@@ -177,6 +188,7 @@ private:
         if (loaded_) {
             source = "noise dependency '" + dependency_id_ + "' from the dependency store";
             whiten_with(*loaded_, acquisition_dwell_us, source);
+            release_covariances();
             return;
         }
         if (samples_ == 0) {
@@ -199,6 +211,23 @@ private:
                          session_, dependency_id_, missing_reason_, samples_);
         store_own(cov, out);
         whiten_with(cov, acquisition_dwell_us, "this stream's noise scans");
+        release_covariances();
+    }
+
+    // Later data need only the whitener: the covariances (16 MiB each at 1024 channels) and their
+    // charges go. loaded_ stays, without its matrix, to say that the dependency is used.
+    void release_covariances() {
+        std::vector<cdouble>().swap(covariance_);
+        if (loaded_) std::vector<cdouble>().swap(loaded_->matrix);
+        covariance_charge_.reset();
+        loaded_charge_.reset();
+    }
+
+    // Charges the budget for a covariance of c channels held by this session; over the budget, the
+    // session fails with MemoryBudgetExceeded, which names the bytes and the budget.
+    BudgetCharge charge_covariance(size_t c, const std::string& which) const {
+        return BudgetCharge(host_budget_, saturating_mul(saturating_mul(c, c), sizeof(cdouble)),
+                            "NoiseAdjust: the noise covariance of " + std::to_string(c) + " channels " + which);
     }
 
     void whiten_with(const NoiseCovariance& cov, float acquisition_dwell_us, const std::string& source) {
@@ -220,31 +249,40 @@ private:
 
     // Reads the header's noise dependency from the store; a miss is remembered for the warning.
     void load_dependency() {
+        std::optional<NoiseCovariance> cov = read_dependency();
+        if (!cov) return;
+        // Charged once read (only the file says how many channels it has). A session over its budget
+        // fails: that is not a missing dependency to go on without.
+        loaded_charge_ = charge_covariance(cov->channels, "of noise dependency '" + dependency_id_ + "'");
+        std::string note;
+        if (!match_coil_order(*cov, coil_labels_, note) || !note.empty())
+            spdlog::info("[{}] NoiseAdjust: noise dependency '{}': {}", session_, dependency_id_,
+                         note.empty() ? "coil labels match" : note);
+        loaded_ = std::move(cov);
+        spdlog::info("[{}] NoiseAdjust: loaded noise dependency '{}' ({} channels, {} samples) from {}", session_,
+                     dependency_id_, loaded_->channels, loaded_->samples, store_->path_for(dependency_id_));
+    }
+
+    // The dependency's covariance; nullopt, with missing_reason_ saying why, when there is none.
+    std::optional<NoiseCovariance> read_dependency() {
         if (!store_) {
             missing_reason_ = "cannot be looked up (this server keeps no dependency store)";
-            return;
+            return std::nullopt;
         }
         try {
             std::optional<NoiseCovariance> cov = store_->load(dependency_id_);
-            if (!cov) {
-                missing_reason_ = "is not in the dependency store " + store_->directory();
-                return;
-            }
-            std::string note;
-            if (!match_coil_order(*cov, coil_labels_, note) || !note.empty())
-                spdlog::info("[{}] NoiseAdjust: noise dependency '{}': {}", session_, dependency_id_,
-                             note.empty() ? "coil labels match" : note);
-            loaded_ = std::move(cov);
-            spdlog::info("[{}] NoiseAdjust: loaded noise dependency '{}' ({} channels, {} samples) from {}", session_,
-                         dependency_id_, loaded_->channels, loaded_->samples, store_->path_for(dependency_id_));
+            if (!cov) missing_reason_ = "is not in the dependency store " + store_->directory();
+            return cov;
         } catch (const std::exception& e) {
             missing_reason_ = std::string("could not be loaded (") + e.what() + ")";
             spdlog::warn("[{}] NoiseAdjust: noise dependency '{}' {}", session_, dependency_id_, missing_reason_);
+            return std::nullopt;
         }
     }
 
-    // Keeps this session's noise covariance under its measurement id for later sessions. A failure
-    // costs later sessions their dependency, not this one its images: a warning, not an error.
+    // Keeps this session's noise covariance under its measurement id for later sessions. A failure,
+    // or the store's refusal (another scan's covariance under the id, too many channels), costs later
+    // sessions their dependency, not this one its images: a warning, not an error.
     void store_own(const NoiseCovariance& cov, Emitter& out) {
         if (!store_) return;
         if (measurement_id_.empty()) {
@@ -253,7 +291,7 @@ private:
             return;
         }
         try {
-            const size_t removed = store_->save(measurement_id_, cov);
+            const size_t removed = store_->save(measurement_id_, cov, identity_);
             spdlog::info("[{}] NoiseAdjust: stored the noise covariance of measurement '{}' ({} channels, {} samples) "
                          "in {}{}",
                          session_, measurement_id_, cov.channels, cov.samples, store_->path_for(measurement_id_),
@@ -355,7 +393,12 @@ private:
     bool warned_ignored_noise_ = false;
     bool warned_nonconformant_ = false;
 
+    std::shared_ptr<MemoryBudget> host_budget_;  // the session's; null: not bounded (tests)
+    BudgetCharge covariance_charge_;             // of covariance_, while it is accumulated
+    BudgetCharge loaded_charge_;                 // of loaded_'s matrix
+
     std::shared_ptr<const NoiseDependencyStore> store_;
+    std::string identity_;                    // scan_identity of this session's header, owner of what it stores
     std::vector<std::string> coil_labels_;    // coilName per channel, from the header
     std::string measurement_id_;              // this session's, where its own noise is stored
     std::string dependency_id_;               // the Noise measurementDependency, empty if none

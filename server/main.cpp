@@ -89,6 +89,15 @@ int main(int argc, char** argv) {
                    "Noise covariances the dependency store keeps at most; the oldest are removed first")
         ->check(CLI::Range(size_t(1), size_t(10000000)))
         ->capture_default_str();
+    app.add_option("--dependency-store-max-channels", options.dependency_max_channels,
+                   "Channels a noise covariance may have to be kept in the dependency store; one with more is not "
+                   "stored (the client is warned), and its session is still prewhitened with it")
+        ->check(CLI::Range(uint32_t(1), uint32_t(1024)))
+        ->capture_default_str();
+    app.add_flag("--dependency-store-overwrite", options.dependency_overwrite,
+                 "Let a scan store its noise under a measurement id that holds another scan's covariance (other "
+                 "patient, study, series or scanner); without it such a store is refused with a warning to the "
+                 "client, and the first covariance kept");
     app.add_option("--precompute-cache-memory", options.precompute_memory,
                    "Memory for trajectory precomputations shared by sessions (Toeplitz Q, density weights, NUFFT "
                    "bins): a size or a percentage of --memory-limit, charged to it (and as much on each GPU); "

@@ -53,6 +53,8 @@ Server::Server(ServerOptions options)
         NoiseStoreLimits limits;
         limits.max_bytes = parse_memory_size(env_->options.dependency_limit, 0, "--dependency-store-limit");
         limits.max_entries = env_->options.dependency_entries;
+        limits.max_channels = env_->options.dependency_max_channels;
+        limits.allow_overwrite = env_->options.dependency_overwrite;
         env_->dependencies = std::make_shared<NoiseDependencyStore>(env_->options.dependency_dir, limits);
     }
     PrecomputeCache::Options pc;

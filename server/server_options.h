@@ -27,9 +27,12 @@ struct ServerOptions {
     // kept on disk across restarts (at most precompute_disk bytes of files).
     std::string precompute_memory = "1GiB";
     // The dependency store's bounds (gadgets/noise_dependency_store.h): bytes of covariance files and
-    // their number; the oldest go first.
+    // their number; the oldest go first. Covariances of more channels are not kept, and one scan may
+    // replace another scan's covariance only with dependency_overwrite.
     std::string dependency_limit = "1GiB";
     size_t dependency_entries = 4096;
+    uint32_t dependency_max_channels = 256;
+    bool dependency_overwrite = false;
     std::string precompute_dir;
     std::string precompute_disk = "4GiB";
     std::chrono::seconds read_timeout{60};   // no byte from the client for this long ends the session

@@ -1,8 +1,9 @@
 // Noise dependencies and compressed uploads, byte-level against larmor-server: a noise scan sent in a
 // session of its own is stored and prewhitens a later session that names it (the same image as one
 // combined session), Gadgetron's dependency pre-query is answered with DEPENDENCY_QUERY only, a
-// missing dependency gives a warning and an unwhitened image, NHLBI-compressed acquisitions
-// reconstruct as the plain ones do, and every TEXT ends with a newline.
+// missing dependency gives a warning and an unwhitened image, another scan cannot replace the noise a
+// scan stored (nor is noise of more channels than the store keeps stored), NHLBI-compressed
+// acquisitions reconstruct as the plain ones do, and every TEXT ends with a newline.
 #include <unistd.h>
 
 #include <atomic>
@@ -11,11 +12,13 @@
 #include <complex>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <ismrmrd/meta.h>
+#include <ismrmrd/xml.h>
 
 #include "tests/support/ismrmrd_files.h"
 #include "tests/support/nhlbi_encoder.h"
@@ -213,6 +216,104 @@ TEST(NoiseDependency, PreQueryAnswersWithTheNoiseSummaryAsGadgetron) {
     EXPECT_NEAR(meta.as_double("min_sigma"), lo, 1e-5 * lo);
     EXPECT_NEAR(meta.as_double("max_sigma"), hi, 1e-5 * hi);
     EXPECT_NEAR(meta.as_double("mean_sigma"), mean, 1e-5 * mean);
+}
+
+// The header as another patient's scan would send it (scan_identity differs in patientID only).
+std::string with_patient(const std::string& xml, const std::string& patient) {
+    ISMRMRD::IsmrmrdHeader h;
+    ISMRMRD::deserialize(xml.c_str(), h);
+    ISMRMRD::SubjectInformation s = h.subjectInformation ? *h.subjectInformation : ISMRMRD::SubjectInformation{};
+    s.patientID = patient;
+    h.subjectInformation = s;
+    std::ostringstream out;
+    ISMRMRD::serialize(h, out);
+    return out.str();
+}
+
+// Noise scans of another covariance: channel 0 three times as loud.
+ScanFile louder_first_channel(ScanFile noise) {
+    for (auto& a : noise.acquisitions)
+        for (size_t s = 0; s < a.getHead().number_of_samples; ++s) a.getDataPtr()[s] *= 3.0f;
+    return noise;
+}
+
+// Issue 19's hostile probe: a second scan uploading noise under the first scan's measurement id is
+// told that it was not stored, and later sessions naming that id still get the first scan's noise.
+TEST(NoiseDependency, AnotherScanCannotReplaceTheStoredNoise) {
+    ServerProcess server;
+    const ScanFile& scan = phantom();
+    const ScanFile noise = test::noise_part(scan), imaging = test::imaging_part(scan);
+    const std::string first_xml = with_patient(test::with_measurement(scan.xml, "NOISE_1", ""), "PATIENT_A");
+    const std::string other_xml = with_patient(first_xml, "PATIENT_B");
+    const ScanFile other = louder_first_channel(noise);
+    const std::string imaging_xml = test::with_measurement(scan.xml, "IMG_1", "NOISE_1");
+
+    session(server.port(), "default.xml", first_xml, noise.acquisitions);
+    const std::vector<float> reference =
+        only_image(session(server.port(), "default.xml", imaging_xml, imaging.acquisitions));
+
+    const auto refused = session(server.port(), "default.xml", other_xml, other.acquisitions);
+    const std::string text = joined_texts(refused);
+    EXPECT_NE(text.find("[NoiseAdjust] WARNING: cannot store the noise covariance of measurement 'NOISE_1': "
+                        "measurement 'NOISE_1' already holds the noise covariance of another scan (patientID "
+                        "differs); that one is kept. larmor-server --dependency-store-overwrite lets a different "
+                        "scan replace a stored covariance\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("ERROR"), std::string::npos) << text;
+    EXPECT_NE(server.log().find("already holds the noise covariance of another scan"), std::string::npos) << "logged";
+    EXPECT_LE(relative_difference(reference, only_image(session(server.port(), "default.xml", imaging_xml,
+                                                                 imaging.acquisitions))),
+              1e-6)
+        << "the first scan's noise is still used";
+
+    // The same scan re-sent replaces its noise, without a warning.
+    EXPECT_EQ(joined_texts(session(server.port(), "default.xml", first_xml, other.acquisitions)), "");
+    EXPECT_GT(relative_difference(reference, only_image(session(server.port(), "default.xml", imaging_xml,
+                                                                 imaging.acquisitions))),
+              1e-2)
+        << "the other noise gives another image, so the comparison above can fail";
+}
+
+TEST(NoiseDependency, OverwriteFlagLetsAnotherScanReplaceTheStoredNoise) {
+    ServerProcess server({"--dependency-store-overwrite"});
+    const ScanFile& scan = phantom();
+    const ScanFile noise = test::noise_part(scan), imaging = test::imaging_part(scan);
+    const std::string first_xml = with_patient(test::with_measurement(scan.xml, "NOISE_1", ""), "PATIENT_A");
+    const std::string imaging_xml = test::with_measurement(scan.xml, "IMG_1", "NOISE_1");
+    session(server.port(), "default.xml", first_xml, noise.acquisitions);
+    const std::vector<float> reference =
+        only_image(session(server.port(), "default.xml", imaging_xml, imaging.acquisitions));
+    EXPECT_EQ(joined_texts(session(server.port(), "default.xml", with_patient(first_xml, "PATIENT_B"),
+                                   louder_first_channel(noise).acquisitions)),
+              "");
+    EXPECT_GT(relative_difference(reference, only_image(session(server.port(), "default.xml", imaging_xml,
+                                                                 imaging.acquisitions))),
+              1e-2);
+}
+
+// A noise scan of more channels than --dependency-store-max-channels is not stored (the client is told
+// why); its own session is still prewhitened with it.
+TEST(NoiseDependency, NoiseOfMoreChannelsThanTheLimitIsNotStored) {
+    const ScanFile& scan = phantom();  // 4 coils
+    const std::string xml = test::with_measurement(scan.xml, "IMG_1", "");
+    ServerProcess unlimited;
+    const std::vector<float> reference = only_image(session(unlimited.port(), "default.xml", xml, scan.acquisitions));
+
+    ServerProcess server({"--dependency-store-max-channels", "3"});
+    const auto reply = session(server.port(), "default.xml", xml, scan.acquisitions);
+    const std::string text = joined_texts(reply);
+    EXPECT_EQ(text, "[NoiseAdjust] WARNING: cannot store the noise covariance of measurement 'IMG_1': a noise "
+                    "covariance of 4 channels is more than the dependency store keeps (at most 3 channels: "
+                    "larmor-server --dependency-store-max-channels)\n");
+    EXPECT_LE(relative_difference(reference, only_image(reply)), 1e-6) << "prewhitened all the same";
+    const ScanFile imaging = test::imaging_part(scan);
+    const auto later = session(server.port(), "default.xml", test::with_measurement(scan.xml, "IMG_2", "IMG_1"),
+                               imaging.acquisitions);
+    EXPECT_NE(joined_texts(later).find("noise dependency 'IMG_1' (the header's Noise measurementDependency) is not in "
+                                       "the dependency store"),
+              std::string::npos)
+        << joined_texts(later);
 }
 
 TEST(NoiseDependency, StoreOutlivesTheServer) {
