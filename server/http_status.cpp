@@ -209,6 +209,13 @@ std::string prometheus_metrics(const StatusSources& src) {
     t.single("larmor_sessions_active", "gauge", "Sessions running now.", double(st.sessions_active.load()));
     t.single("larmor_sessions_limit", "gauge", "--max-sessions.", double(src.query.options.max_sessions));
     t.single("larmor_sessions_total", "counter", "Sessions started.", double(st.sessions_total.load()));
+    t.single("larmor_connections_pending", "gauge", "Connections without a chain config yet (no session slot).",
+             double(st.connections_pending.load()));
+    t.single("larmor_connections_pending_limit", "gauge", "--max-pending-connections.",
+             double(src.query.options.max_pending));
+    t.single("larmor_connections_silent_closed_total", "counter",
+             "Connections closed at the handshake deadline without having sent a byte.",
+             double(st.pending_timed_out.load()));
     t.single("larmor_sessions_failed_total", "counter", "Sessions that ended with at least one error.",
              double(st.sessions_failed.load()));
     t.family("larmor_connections_refused_total", "counter", "Connections not served, by reason.");
@@ -217,6 +224,7 @@ std::string prometheus_metrics(const StatusSources& src) {
     t.sample("larmor_connections_refused_total", "reason=\"not_allowed\"", double(st.connections_refused.load()));
     t.sample("larmor_connections_refused_total", "reason=\"tls\"", double(st.tls_handshakes_failed.load()));
     t.sample("larmor_connections_refused_total", "reason=\"per_address\"", double(st.per_address_refused.load()));
+    t.sample("larmor_connections_refused_total", "reason=\"pending_limit\"", double(st.pending_refused.load()));
     t.single("larmor_received_bytes_total", "counter", "Bytes of messages received from clients.",
              double(st.bytes_received.load()));
     t.single("larmor_acquisitions_total", "counter", "Acquisitions received.", double(st.acquisitions.load()));

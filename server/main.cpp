@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "gadgets/chain_config.h"
 #include "server/backend_select.h"
+#include "server/descriptor_limit.h"
 #include "server/log_format.h"
 #include "server/queries.h"
 #include "server/security_cli.h"
@@ -136,8 +137,19 @@ int main(int argc, char** argv) {
     app.add_option("--min-data-rate-window", rate_window, "Seconds over which --min-data-rate is averaged")
         ->check(CLI::Range(1, 86400))
         ->capture_default_str();
-    app.add_option("--max-sessions", options.max_sessions, "Concurrent sessions; more connections are turned away")
+    app.add_option("--max-sessions", options.max_sessions,
+                   "Concurrent sessions (connections that sent a chain config); more are turned away with a message")
         ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    app.add_option("--max-pending-connections", options.max_pending,
+                   "Connections that have not sent a chain config yet (silent, slow or query-only ones); they take "
+                   "no session slot, and more are turned away with a message")
+        ->check(CLI::Range(size_t(1), size_t(1000000)))
+        ->capture_default_str();
+    app.add_option("--max-pending-per-address", options.max_pending_per_address,
+                   "Such connections from one client address; 0 = no limit (see --max-sessions-per-address for "
+                   "NATs and load balancers)")
+        ->check(CLI::Range(size_t(0), size_t(1000000)))
         ->capture_default_str();
     app.add_option("--max-sessions-per-address", options.max_sessions_per_address,
                    "Concurrent sessions from one client address; more are turned away with a message; 0 = no limit "
@@ -203,6 +215,7 @@ int main(int argc, char** argv) {
     options.backend = larmor::server::parse_backend_policy(backend);
     larmor::server::setup_logging(log_level, log_format);
     std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on write, not a process kill
+    larmor::server::raise_descriptor_limit(options);
 
     if (options.backend == larmor::server::BackendPolicy::Cuda && !larmor::cuda_available()) {
         spdlog::error("--backend cuda: no usable CUDA device{}",

@@ -107,6 +107,8 @@ std::string status_json(const QueryContext& ctx) {
       << ", \"sessions_over_budget\": " << st.sessions_over_budget.load()
       << ", \"connections_refused\": " << st.connections_refused.load()
       << ", \"per_address_refused\": " << st.per_address_refused.load()
+      << ", \"connections_pending\": " << st.connections_pending.load()
+      << ", \"pending_refused\": " << st.pending_refused.load()
       << ", \"tls_handshakes_failed\": " << st.tls_handshakes_failed.load() << ", \"acquisitions\": " << st.acquisitions.load()
       << ", \"waveforms\": " << st.waveforms.load() << ", \"bytes_received\": " << st.bytes_received.load()
       << ", \"images_sent\": " << st.images_sent.load() << ", \"errors\": " << st.errors.load()

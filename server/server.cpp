@@ -24,6 +24,7 @@ constexpr auto kShutdownPoll = std::chrono::milliseconds(100);
 constexpr auto kAbortTime = std::chrono::seconds(10);
 constexpr auto kRejectionLinger = std::chrono::seconds(5);
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+constexpr size_t kRejectionsLingering = 4096;
 
 }  // namespace
 
@@ -48,6 +49,12 @@ Server::Server(ServerOptions options)
     wire::Limits& limits = env_->options.limits;
     limits.max_text_bytes = std::max({limits.max_text_bytes, env_->max_header_bytes, env_->max_config_bytes});
     env_->chains = std::make_unique<ChainCatalog>(env_->options.config_dir);
+    SlotLimits slots;
+    slots.sessions = env_->options.max_sessions;
+    slots.sessions_per_address = env_->options.max_sessions_per_address;
+    slots.pending = env_->options.max_pending;
+    slots.pending_per_address = env_->options.max_pending_per_address;
+    env_->slots = std::make_unique<ConnectionSlots>(slots, env_->stats);
     for (const auto& p : env_->chains->last_report().problems) spdlog::error("chain {}", p);
     if (!env_->options.dependency_dir.empty()) {
         NoiseStoreLimits limits;
@@ -148,10 +155,8 @@ bool Server::run() {
 }
 
 void Server::accept_next() {
-    // Each connection is accepted straight onto the io_context its session will run alone.
-    next_session_ioc_ = std::make_unique<boost::asio::io_context>(1);
-    acceptor_.async_accept(*next_session_ioc_, [this](const boost::system::error_code& ec,
-                                                      boost::asio::ip::tcp::socket socket) {
+    // Accepted onto the main io_context: a connection waits here, without a thread, until it sends.
+    acceptor_.async_accept(ioc_, [this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
         on_accept(ec, std::move(socket));
     });
 }
@@ -169,80 +174,123 @@ void Server::on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp
         });
         return;
     }
-    std::string address;
-    if (refuse_if_not_allowed(socket)) {
-        // Refused before anything of a session exists: no thread, no session memory.
-    } else if (env_->stats.sessions_active >= env_->options.max_sessions) {
-        reject(std::move(socket));
-    } else if (!refuse_if_address_full(socket, address)) {
-        start_session(std::move(socket), std::move(address));
+    // Refused before anything of a session exists: no thread, no session memory.
+    if (!refuse_if_not_allowed(socket)) {
+        boost::system::error_code peer_ec;
+        const auto peer = socket.remote_endpoint(peer_ec);
+        hold(std::move(socket), peer_ec ? std::string() : peer.address().to_string());
     }
     accept_next();
 }
 
-bool Server::refuse_if_address_full(boost::asio::ip::tcp::socket& socket, std::string& address) {
-    boost::system::error_code ec;
-    const auto peer = socket.remote_endpoint(ec);
-    address = ec ? std::string() : peer.address().to_string();
-    const size_t most = env_->options.max_sessions_per_address;
-    if (most == 0 || address.empty()) return false;
-    size_t running = 0;
-    for (const Running& r : sessions_) running += r.session->holds_slot() && r.address == address;
-    if (running < most) return false;
-    ++env_->stats.per_address_refused;
-    uint64_t left_out = 0;
-    if (per_address_log_.allow(left_out))
-        spdlog::warn("turning away {}: {} sessions from that address (--max-sessions-per-address {}){}", address, running,
-                     most,
-                     left_out ? "; " + std::to_string(left_out) +
-                                    " turned away before this one were not logged (at most 20 lines per 10 s)"
-                              : std::string());
-    send_refusal(std::move(socket), "[Server] ERROR: larmor-server already runs " + std::to_string(running) +
-                                        " sessions from " + address + " (--max-sessions-per-address " +
-                                        std::to_string(most) + "); try again when one has ended");
-    return true;
-}
-
-void Server::start_session(boost::asio::ip::tcp::socket socket, std::string address) {
+void Server::hold(boost::asio::ip::tcp::socket socket, std::string address) {
+    const ConnectionSlots::Verdict v = env_->slots->add_pending(address);
+    if (v != ConnectionSlots::Verdict::Ok) {
+        ++env_->stats.pending_refused;
+        const SlotLimits& l = env_->slots->limits();
+        const std::string why =
+            v == ConnectionSlots::Verdict::ServerFull
+                ? std::to_string(l.pending) + " connections are waiting to start a session (--max-pending-connections " +
+                      std::to_string(l.pending) + ")"
+                : std::to_string(l.pending_per_address) + " connections from " + address +
+                      " are waiting to start a session (--max-pending-per-address " +
+                      std::to_string(l.pending_per_address) + ")";
+        uint64_t left_out = 0;
+        if (pending_log_.allow(left_out))
+            spdlog::warn("turning away a connection from {}: {}{}", address.empty() ? "an unknown address" : address, why,
+                         left_out ? "; " + std::to_string(left_out) +
+                                        " events before this one were not logged (at most 20 lines per 10 s)"
+                                  : std::string());
+        send_refusal(std::move(socket), "[Server] ERROR: larmor-server is busy: " + why + "; try again later");
+        return;
+    }
     boost::system::error_code ignored;
     socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);  // whole messages, written at once
-    const std::string id = "s" + std::to_string(next_session_number_++);
-    try {
-        auto session = std::make_shared<Session>(id, std::move(next_session_ioc_), std::move(socket), env_);
-        ++env_->stats.sessions_active;  // Session::run() decrements it
-        ++env_->stats.sessions_total;
-        try {
-            std::thread thread([this, session] {
-                session->run();
-                boost::asio::post(ioc_, [this] { reap(); });
-            });
-            sessions_.push_back(Running{std::move(session), std::move(thread), std::move(address)});
-        } catch (...) {
-            --env_->stats.sessions_active;
-            throw;
-        }
-    } catch (const std::exception& e) {
-        spdlog::error("cannot start session {}: {}", id, e.what());
-    }
+    auto w = std::make_shared<Waiting>(std::move(socket), ioc_, std::move(address));
+    // A silent connection is told at the handshake deadline, as a session would be (the read timeout
+    // when the handshake has none).
+    const ServerOptions& o = env_->options;
+    std::chrono::steady_clock::duration wait = o.handshake_timeout.count() > 0 ? o.handshake_timeout : o.read_timeout;
+    if (env_->tls) wait = std::min<std::chrono::steady_clock::duration>(wait, o.security.tls_handshake_timeout);
+    w->deadline.expires_at(w->connected + wait);
+    w->deadline.async_wait([this, w](const boost::system::error_code& e) {
+        if (!e) on_silent_deadline(w);
+    });
+    w->socket.async_wait(boost::asio::ip::tcp::socket::wait_read,
+                         [this, w](const boost::system::error_code&) { on_first_bytes(w); });
+    waiting_.push_back(std::move(w));
 }
 
-void Server::reject(boost::asio::ip::tcp::socket socket) {
-    ++env_->stats.sessions_rejected;
-    boost::system::error_code ec;
-    const auto peer = socket.remote_endpoint(ec);
-    const size_t max = env_->options.max_sessions;
-    uint64_t left_out = 0;
-    if (turn_away_log_.allow(left_out)) {  // a burst of connections must not write a line each
-        std::ostringstream who;
-        if (!ec) who << peer;
-        spdlog::warn("turning away {}: {} sessions active (--max-sessions {}){}", ec ? std::string("a client") : who.str(),
-                     env_->stats.sessions_active.load(), max,
-                     left_out ? "; " + std::to_string(left_out) +
-                                    " turned away before this one were not logged (at most 20 lines per 10 s)"
-                              : std::string());
+void Server::on_first_bytes(const std::shared_ptr<Waiting>& w) {
+    if (w->over) return;
+    w->over = true;
+    w->deadline.cancel();
+    waiting_.remove(w);
+    if (shutting_down_) {  // shutdown closed it: it never became a session
+        env_->slots->drop_pending(w->address);
+        return;
     }
-    send_refusal(std::move(socket), "[Server] ERROR: larmor-server is at its session limit (--max-sessions " +
-                                        std::to_string(max) + "); try again later");
+    // Readable also at EOF or a reset: the session reads that and ends as it would have anyway.
+    start_session(std::move(w->socket), std::move(w->address), w->connected);
+}
+
+void Server::on_silent_deadline(const std::shared_ptr<Waiting>& w) {
+    if (w->over) return;
+    w->over = true;
+    boost::system::error_code ignored;
+    w->socket.cancel(ignored);
+    waiting_.remove(w);
+    env_->slots->drop_pending(w->address);
+    ++env_->stats.pending_timed_out;
+    const ServerOptions& o = env_->options;
+    uint64_t left_out = 0;
+    if (env_->tls) {  // a TLS client says nothing until its handshake: it did not start one
+        ++env_->stats.tls_handshakes_failed;
+        if (pending_log_.allow(left_out))
+            spdlog::warn("refused {}: no TLS handshake within {} (--tls-handshake-timeout){}",
+                         w->address.empty() ? "a client" : w->address, duration_text(o.security.tls_handshake_timeout),
+                         left_out ? "; " + std::to_string(left_out) +
+                                        " events before this one were not logged (at most 20 lines per 10 s)"
+                                  : std::string());
+        w->socket.close(ignored);  // no TEXT: a plain one would reach a TLS client as a garbled record
+        return;
+    }
+    if (pending_log_.allow(left_out))
+        spdlog::info("closing a connection from {} that sent nothing{}",
+                     w->address.empty() ? "an unknown address" : w->address,
+                     left_out ? "; " + std::to_string(left_out) +
+                                    " events before this one were not logged (at most 20 lines per 10 s)"
+                              : std::string());
+    const std::string what =
+        o.handshake_timeout.count() > 0
+            ? "no chain config and ISMRMRD header within --handshake-timeout " +
+                  std::to_string(o.handshake_timeout.count()) + " s of connecting"
+            : read_timeout_text(o.read_timeout);
+    send_refusal(std::move(w->socket), "[Protocol] ERROR: " + what + " (nothing received)");
+}
+
+void Server::start_session(boost::asio::ip::tcp::socket socket, std::string address,
+                           std::chrono::steady_clock::time_point connected) {
+    const std::string id = "s" + std::to_string(next_session_number_++);
+    bool running = false;  // from then on the session gives its pending place back itself
+    try {
+        // The session's own io_context, run only by its thread; the socket moves onto it.
+        auto ioc = std::make_unique<boost::asio::io_context>(1);
+        boost::system::error_code ec;
+        const auto protocol = socket.local_endpoint(ec).protocol();
+        if (ec) throw std::runtime_error("the connection is gone: " + ec.message());
+        boost::asio::ip::tcp::socket moved(*ioc, protocol, socket.release());
+        auto session = std::make_shared<Session>(id, std::move(ioc), std::move(moved), env_, address, connected);
+        std::thread thread([this, session] {
+            session->run();
+            boost::asio::post(ioc_, [this] { reap(); });
+        });
+        running = true;
+        sessions_.push_back(Running{std::move(session), std::move(thread)});
+    } catch (const std::exception& e) {
+        spdlog::error("cannot start session {}: {}", id, e.what());
+        if (!running) env_->slots->drop_pending(address);
+    }
 }
 
 bool Server::refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket) {
@@ -269,8 +317,9 @@ bool Server::refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket) {
 }
 
 void Server::send_refusal(boost::asio::ip::tcp::socket socket, const std::string& text) {
-    const size_t max = env_->options.max_sessions;
-    if (rejections_in_flight_ >= max + 16) return;  // a flood: just close (socket goes out of scope)
+    // Each lingering refusal holds a descriptor for up to kRejectionLinger; past this many at once (a
+    // flood beyond the pending limit) the socket is just closed.
+    if (rejections_in_flight_ >= kRejectionsLingering) return;
     // A TLS client expects a handshake, and a plain TEXT would reach it as a garbled record: on a TLS
     // port the connection is just closed (no handshake is spent on a client that is turned away).
     if (env_->tls) return;
@@ -329,8 +378,13 @@ void Server::begin_shutdown(int signal_number) {
                  env_->options.shutdown_grace.count(), sessions_.size());
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    // Connections that have sent nothing are closed at once (their handlers give their places back).
+    size_t silent = waiting_.size();
+    for (const auto& w : std::list<std::shared_ptr<Waiting>>(waiting_)) {
+        w->deadline.cancel();
+        w->socket.close(ignored);
+    }
     // A connection that has not sent a whole message has nothing to finish: it must not hold the grace.
-    size_t silent = 0;
     for (auto& r : sessions_)
         if (!r.session->heard_from() && !r.session->finished()) {
             r.session->request_stop();

@@ -50,15 +50,29 @@ private:
     struct Running {
         std::shared_ptr<Session> session;
         std::thread thread;
-        std::string address;  // the client's, for --max-sessions-per-address
+    };
+    // A connection that has sent nothing yet: held here, without a thread, until its first byte (then it
+    // gets its Session) or the handshake deadline (then it is told and closed).
+    struct Waiting {
+        Waiting(boost::asio::ip::tcp::socket s, boost::asio::io_context& ioc, std::string a)
+            : socket(std::move(s)), deadline(ioc), address(std::move(a)) {}
+        boost::asio::ip::tcp::socket socket;
+        boost::asio::steady_timer deadline;
+        std::string address;
+        std::chrono::steady_clock::time_point connected = std::chrono::steady_clock::now();
+        bool over = false;  // the first of readable / deadline / shutdown has handled it
     };
 
     void accept_next();
     void on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
-    // Turns the connection away when its address already has --max-sessions-per-address sessions.
-    bool refuse_if_address_full(boost::asio::ip::tcp::socket& socket, std::string& address);
-    void start_session(boost::asio::ip::tcp::socket socket, std::string address);
-    void reject(boost::asio::ip::tcp::socket socket);
+    // Keeps a new connection pending (connection_slots.h) until it sends, or turns it away when the
+    // pending limits are reached.
+    void hold(boost::asio::ip::tcp::socket socket, std::string address);
+    void on_first_bytes(const std::shared_ptr<Waiting>& w);
+    void on_silent_deadline(const std::shared_ptr<Waiting>& w);
+    // The connection's Session, on its own thread and io_context; it is pending until its chain config.
+    void start_session(boost::asio::ip::tcp::socket socket, std::string address,
+                       std::chrono::steady_clock::time_point connected);
     // Refuses a client from outside --allow; true when it did (the socket is then gone).
     bool refuse_if_not_allowed(boost::asio::ip::tcp::socket& socket);
     // TEXT + CLOSE to a turned-away client, asynchronously on ioc_ (rejection.h); a flood is just closed.
@@ -72,8 +86,7 @@ private:
     std::shared_ptr<SessionEnvironment> env_;
     AccessList access_;
     LogThrottle refusal_log_{20, std::chrono::seconds(10)};  // refused-by---allow lines
-    LogThrottle turn_away_log_{20, std::chrono::seconds(10)};  // over---max-sessions lines
-    LogThrottle per_address_log_{20, std::chrono::seconds(10)};  // over---max-sessions-per-address lines
+    LogThrottle pending_log_{20, std::chrono::seconds(10)};  // over the pending limits, silent connections
     // Before ioc_: handlers destroyed with ioc_ (a pending rejection) may still decrement it.
     size_t rejections_in_flight_ = 0;
     boost::asio::io_context ioc_;
@@ -82,12 +95,12 @@ private:
     boost::asio::signal_set reload_signal_;
     boost::asio::steady_timer shutdown_timer_;
     boost::asio::steady_timer accept_retry_timer_;  // pause after a failed accept (EMFILE)
-    std::unique_ptr<boost::asio::io_context> next_session_ioc_;  // the next accepted socket's home
     // After ioc_ and access_: its connections live on ioc_ and read the access list.
     std::unique_ptr<HttpEndpoint> http_;
     boost::asio::ip::tcp::endpoint http_endpoint_;
 
     std::list<Running> sessions_;
+    std::list<std::shared_ptr<Waiting>> waiting_;  // on ioc_'s thread only
     uint64_t next_session_number_ = 1;
 
     bool shutting_down_ = false;

@@ -52,6 +52,9 @@ struct ServerOptions {
     std::string max_header_bytes = "4MiB";
     std::string max_config_bytes = "1MiB";
     size_t max_sessions = 64;
+    // Connections without a chain config yet (connection_slots.h): they take no session slot.
+    size_t max_pending = 1024;
+    size_t max_pending_per_address = 0;  // 0: no limit
     size_t queue_depth = 64;                 // capacity of each gadget's input queue
     BackendPolicy backend = BackendPolicy::Auto;
     std::string devices = "all";             // CUDA devices sessions are spread over (device_pool.h)

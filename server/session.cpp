@@ -104,15 +104,18 @@ std::string available_chains(const ChainCatalog& catalog) {
 }  // namespace
 
 Session::Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, boost::asio::ip::tcp::socket socket,
-                 std::shared_ptr<SessionEnvironment> env)
+                 std::shared_ptr<SessionEnvironment> env, std::string address,
+                 std::chrono::steady_clock::time_point connected_at)
     : id_(std::move(id)),
       peer_(endpoint_text(socket)),
+      address_(std::move(address)),
       env_(std::move(env)),
       log_(spdlog::default_logger()->clone(id_ + " " + peer_)),
       ioc_(std::move(ioc)),
       transport_(make_transport(*ioc_, std::move(socket), env_->tls)),
       writer_(*transport_, env_->options.write_timeout),
       reader_(*transport_, env_->options.read_timeout),
+      created_(connected_at),
       host_budget_(env_->memory->session_host_budget()) {}
 
 Session::~Session() = default;
@@ -140,7 +143,9 @@ Session::Live Session::live() const {
 
 void Session::run() noexcept {
     const auto t0 = std::chrono::steady_clock::now();
-    log_->info("connected");
+    // At debug: a flood of connections must not write a line each; a session's first info line is
+    // its chain (on_config).
+    log_->debug("connected");
     try {
         transport_->handshake(env_->options.security.tls_handshake_timeout);  // TLS only
         if (const std::string tls = transport_->description(); !tls.empty()) log_->info("{}", tls);
@@ -165,8 +170,8 @@ void Session::run() noexcept {
     host_budget_->claim(0, std::chrono::milliseconds(0));
     device_lease_.reset();
     // A client that stopped reading (or vanished) lost what was still to be sent: an error of this
-    // session even when nothing else went wrong.
-    size_t errors = errors_.size() + chain_errors_;
+    // session even when nothing else went wrong. A turn-away is not a failed session: it never was one.
+    size_t errors = errors_.size() - size_t(turned_away_) + chain_errors_;
     if (writer_.failed()) {
         ++errors;
         log_->warn("[Socket] ERROR: {}", writer_.error());
@@ -174,11 +179,13 @@ void Session::run() noexcept {
     writer_.close();
     if (errors) ++env_->stats.sessions_failed;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log_->info("session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
-               "{} errors{}",
-               secs, chain_name_.empty() ? "none" : chain_name_, acquisitions_.load(), waveforms_, images_sent_.load(),
-               texts_sent_.load(), errors,
-               discarded_ ? ", " + std::to_string(discarded_) + " messages discarded after the error" : std::string());
+    // A connection that never became a session (a query, silence, a turn-away) ends at debug level.
+    log_->log(slot_taken_ || errors ? spdlog::level::info : spdlog::level::debug,
+              "session ended after {:.3f} s: chain '{}', {} acquisitions, {} waveforms, {} images and {} texts sent, "
+              "{} errors{}",
+              secs, chain_name_.empty() ? "none" : chain_name_, acquisitions_.load(), waveforms_, images_sent_.load(),
+              texts_sent_.load(), errors,
+              discarded_ ? ", " + std::to_string(discarded_) + " messages discarded after the error" : std::string());
     release_slot();
     finished_ = true;
 }
@@ -248,7 +255,7 @@ void Session::serve() {
         log_->trace("received {} ({} bytes)", message_name(msg), reader_.bytes_read() - start);
         const bool more = dispatch(msg);
         in_flight_.reset();  // the message is handled (or queued, charged there: ChainRunner::push)
-        if (!more) return;
+        if (!more || over_) return;
     }
 }
 
@@ -390,6 +397,7 @@ void Session::on_config(const std::string& what, const std::string& text, bool i
             return;
         }
     }
+    if (!take_slot()) return;
     try {
         config::Chain chain = is_file ? env_->chains->get(text)
                                       : parse_chain(text, "CONFIG_SCRIPT");
@@ -681,9 +689,54 @@ std::string Session::summary() const {
     return s;
 }
 
+bool Session::take_slot() {
+    size_t running = 0;
+    const ConnectionSlots::Verdict v = env_->slots->promote(address_, running);
+    if (v == ConnectionSlots::Verdict::Ok) {
+        slot_taken_ = true;
+        return true;
+    }
+    const SlotLimits& limits = env_->slots->limits();
+    std::string text, line;
+    if (v == ConnectionSlots::Verdict::ServerFull) {
+        ++env_->stats.sessions_rejected;
+        text = "larmor-server is at its session limit (--max-sessions " + std::to_string(limits.sessions) +
+               "); try again later";
+        line = "turning away " + peer_ + ": " + std::to_string(running) + " sessions active (--max-sessions " +
+               std::to_string(limits.sessions) + ")";
+    } else {
+        ++env_->stats.per_address_refused;
+        text = "larmor-server already runs " + std::to_string(running) + " sessions from " + address_ +
+               " (--max-sessions-per-address " + std::to_string(limits.sessions_per_address) +
+               "); try again when one has ended";
+        line = "turning away " + peer_ + ": " + std::to_string(running) + " sessions from that address "
+               "(--max-sessions-per-address " + std::to_string(limits.sessions_per_address) + ")";
+    }
+    {
+        // A burst of connections to a full server must not write a line each.
+        std::lock_guard<std::mutex> lock(env_->turn_away_log_mutex);
+        uint64_t left_out = 0;
+        if (env_->turn_away_log.allow(left_out))
+            log_->warn("{}{}", line,
+                       left_out ? "; " + std::to_string(left_out) +
+                                      " turned away before this one were not logged (at most 20 lines per 10 s)"
+                                : std::string());
+    }
+    turned_away_ = true;
+    over_ = true;
+    state_ = State::Discarding;
+    output_enabled_ = false;
+    errors_.push_back(error_text("Server", text));
+    reply_and_close({errors_.back()}, {});
+    return false;
+}
+
 void Session::release_slot() {
     if (slot_released_.exchange(true)) return;
-    --env_->stats.sessions_active;
+    if (slot_taken_)
+        env_->slots->end_session(address_);
+    else
+        env_->slots->drop_pending(address_);
 }
 
 void Session::deliver(Message msg) {

@@ -17,7 +17,9 @@
 #include "gadgets/noise_dependency_store.h"
 #include "gadgets/precompute_cache.h"
 #include "server/chain_catalog.h"
+#include "server/connection_slots.h"
 #include "server/device_pool.h"
+#include "server/log_throttle.h"
 #include "server/memory_admission.h"
 #include "server/server_options.h"
 #include "server/socket_io.h"
@@ -45,6 +47,10 @@ struct SessionEnvironment {
     std::unique_ptr<ServerMemory> memory;  // from options.memory; never null once the server runs
     std::unique_ptr<ChainCatalog> chains;  // options.config_dir as last (re)loaded; never null once running
     std::shared_ptr<TlsContext> tls;  // from options.security.tls; null: plain TCP
+    std::unique_ptr<ConnectionSlots> slots;  // sessions and pending connections; never null once running
+    // Sessions turned away at their chain config (session limits) write at most 20 lines per 10 s.
+    std::mutex turn_away_log_mutex;
+    LogThrottle turn_away_log{20, std::chrono::seconds(10)};
 };
 
 // The gate (wire::PayloadGate) decides about each message's payload before it is read: data before the
@@ -53,9 +59,12 @@ struct SessionEnvironment {
 class Session final : private wire::PayloadGate {
 public:
     // `socket` is the accepted connection, created on `ioc`: the session's private io_context,
-    // which only ever runs on the session's own thread.
+    // which only ever runs on the session's own thread. It is one of env->slots' pending connections
+    // (from `address`, empty when unknown), connected at `connected_at`: it takes a session slot when
+    // its chain config comes, and gives back whichever it holds when it ends.
     Session(std::string id, std::unique_ptr<boost::asio::io_context> ioc, boost::asio::ip::tcp::socket socket,
-            std::shared_ptr<SessionEnvironment> env);
+            std::shared_ptr<SessionEnvironment> env, std::string address,
+            std::chrono::steady_clock::time_point connected_at);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
@@ -67,9 +76,6 @@ public:
     void request_stop() noexcept;
 
     bool finished() const { return finished_; }
-    // Whether it still counts under --max-sessions (and --max-sessions-per-address): until its work is
-    // done, which is before its client sees the connection end (thread-safe).
-    bool holds_slot() const { return !slot_released_; }
     const std::string& id() const { return id_; }
 
     // What the status page shows of a running session; safe from any thread.
@@ -140,7 +146,11 @@ private:
     // `dropped_because`: the ledger's reason for acquisitions a chain that did not drain still held.
     void reply_and_close(const std::vector<std::string>& notes, const std::string& dropped_because);
 
-    // Gives the session's place under --max-sessions back (once; the server took it at accept).
+    // Takes a --max-sessions slot for the chain config that came (the connection was pending until
+    // now); false when the session or address limit turns it away, which has then been told.
+    bool take_slot();
+    // Gives back what the connection holds under env_->slots (a session slot or its pending place;
+    // once), before its client sees the connection end.
     void release_slot();
 
     // chain_name_ is written only here, under live_lock_; the session's own thread reads it without.
@@ -151,6 +161,7 @@ private:
 
     const std::string id_;
     const std::string peer_;
+    const std::string address_;  // the client's address (connection_slots.h), empty when unknown
     std::shared_ptr<SessionEnvironment> env_;
     std::shared_ptr<spdlog::logger> log_;
 
@@ -175,10 +186,13 @@ private:
     std::atomic<bool> finished_{false};
     std::atomic<bool> heard_from_{false};
     std::atomic<bool> slot_released_{false};
+    bool slot_taken_ = false;   // it became a session (take_slot); the session thread's alone
+    bool turned_away_ = false;  // refused a slot: its lines are debug, the refusal is logged throttled
+    bool over_ = false;         // replied and closed from within dispatch (a turn-away): serve() ends
 
     std::atomic<uint64_t> acquisitions_{0};
     uint64_t waveforms_ = 0, discarded_ = 0;
-    const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+    const std::chrono::steady_clock::time_point created_;  // when the client connected
     mutable std::mutex live_lock_;  // chain_name_'s writes, live_text_: live() reads them from another thread
     std::string live_text_;
     std::string live_thumbnail_;  // under live_lock_

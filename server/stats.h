@@ -12,9 +12,12 @@ namespace larmor::server {
 
 struct ServerStats {
     const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-    std::atomic<uint64_t> sessions_active{0};
+    std::atomic<uint64_t> sessions_active{0};  // holding a --max-sessions slot (connection_slots.h)
+    std::atomic<uint64_t> connections_pending{0};  // connected, no chain config yet
+    std::atomic<uint64_t> pending_refused{0};  // over --max-pending-connections / --max-pending-per-address
+    std::atomic<uint64_t> pending_timed_out{0};  // silent until the handshake deadline
     std::atomic<uint64_t> sessions_total{0};
-    std::atomic<uint64_t> sessions_rejected{0};  // over --max-sessions
+    std::atomic<uint64_t> sessions_rejected{0};  // over --max-sessions (when they asked for a chain)
     std::atomic<uint64_t> sessions_over_budget{0};  // refused at admission (memory_admission.h)
     std::atomic<uint64_t> connections_refused{0};    // from outside --allow
     std::atomic<uint64_t> per_address_refused{0};    // over --max-sessions-per-address

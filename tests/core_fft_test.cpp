@@ -96,6 +96,22 @@ TEST(CoreFft, AwkwardLengthsArePlannedByEstimateNotMeasured) {
     EXPECT_FALSE(detail::fftw_measures({64, 64}, 3u));        // small: never measured
 }
 
+// Issue 19, item 2: a session's measured planning is bounded in all, not only per plan (each plan at
+// most kFftwPlanSeconds). A cache whose budget is spent plans shapes that would be measured by
+// estimate, and the transform is still right.
+TEST(CoreFft, ASessionOverItsPlanningBudgetGetsEstimatedPlans) {
+    detail::FftwPlanCache spent(1, 0.0);
+    const Shape shape{1000, 70};  // smooth and large: measured within the budget (a shape no other test plans)
+    ASSERT_TRUE(detail::fftw_measures(shape, 1u));
+    CArray x = test::random_array(shape, 11);
+    const detail::FftwTransform& t = spent.get(shape, 1u, FFTDirection::Forward, x.data());
+    EXPECT_NE(t.plan, nullptr);
+    EXPECT_EQ(spent.estimated_over_budget(), 1u);
+    detail::FftwPlanCache fresh(1);
+    (void)fresh.get(shape, 1u, FFTDirection::Forward, x.data());  // made already: no planning, no count
+    EXPECT_EQ(fresh.estimated_over_budget(), 0u);
+}
+
 // The awkward transform next to an ordinary one, each on its own backend and thread as two sessions
 // would run: both finish with the right numbers (the times are printed; no threshold in a unit test).
 TEST(CoreFft, AnAwkwardPlanAndAnOrdinaryTransformRunSideBySide) {

@@ -137,6 +137,7 @@ TEST(ServerDeadlines, OneAddressHoldsAtMostItsShareOfSessions) {
     }
     {
         WireConnection third(server.port(), 30s);
+        third.send(wire::ConfigFile{"cartesian-rss"});  // the slot is asked for with the chain config
         EXPECT_TRUE(some_text_contains(third.receive_until_close(), "--max-sessions-per-address 2"));
     }
     EXPECT_EQ(test::metric_sample(test::http_request(server.http_port(), "/metrics").body,

@@ -2,6 +2,7 @@
 
 #include <fftw3.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -89,7 +90,7 @@ namespace {
 
 // The plan of one transform, made under FFTW's planner lock (see the header).
 std::shared_ptr<FftwTransform> make_transform(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data,
-                                              int align, int threads) {
+                                              int align, int threads, bool may_measure) {
     auto t = std::make_shared<FftwTransform>();
     std::vector<fftwf_iodim64> dims, loops;
     // FFTW prefers the fastest-varying dimension last (row-major); x is our fastest axis.
@@ -117,7 +118,7 @@ std::shared_ptr<FftwTransform> make_transform(const Shape& shape, AxisMask axes,
         // keeps the wisdom), so small transforms, where it matters little, keep FFTW_ESTIMATE.
         // Measuring overwrites its arrays, hence a scratch array (SIMD-aligned, like fresh host
         // arrays; an unaligned caller gets an FFTW_UNALIGNED plan either way).
-        const bool measure = fftw_measures(shape, axes);
+        const bool measure = may_measure && fftw_measures(shape, axes);
         const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | (align != 0 ? FFTW_UNALIGNED : 0u);
         std::unique_ptr<fftwf_complex, void (*)(void*)> scratch(nullptr, fftwf_free);
         auto* io = reinterpret_cast<fftwf_complex*>(data);
@@ -144,7 +145,15 @@ std::shared_ptr<FftwTransform> make_transform(const Shape& shape, AxisMask axes,
 
 }  // namespace
 
-FftwPlanCache::FftwPlanCache(int threads) : threads_(threads < 1 ? 1 : threads) { init_fftw_threads_once(); }
+FftwPlanCache::FftwPlanCache(int threads, double measure_budget_seconds)
+    : threads_(threads < 1 ? 1 : threads), measure_budget_(measure_budget_seconds) {
+    init_fftw_threads_once();
+}
+
+size_t FftwPlanCache::estimated_over_budget() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return over_budget_;
+}
 
 const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data) {
     // Plans made for SIMD-aligned arrays must only run on arrays of the same alignment (FFTW manual,
@@ -165,8 +174,16 @@ const FftwTransform& FftwPlanCache::get(const Shape& shape, AxisMask axes, FFTDi
     // This backend's lock stays held while the registry makes or waits for the plan: the backend's
     // other callers (the same session's threads) have nothing else to do with FFTW meanwhile, and other
     // sessions are not behind it.
-    std::shared_ptr<FftwTransform> t =
-        registry().get(key, [&] { return make_transform(shape, axes, dir, data, align, threads_); });
+    std::shared_ptr<FftwTransform> t = registry().get(key, [&] {
+        // A session that has measured for kSessionMeasureSeconds gets estimated plans from then on: a
+        // stream of ever new shapes cannot keep FFTW's planner (one lock for the process) to itself.
+        const auto t0 = std::chrono::steady_clock::now();
+        const bool may_measure = measured_seconds_ < measure_budget_;
+        if (!may_measure && fftw_measures(shape, axes)) ++over_budget_;
+        auto made = make_transform(shape, axes, dir, data, align, threads_, may_measure);
+        measured_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return made;
+    });
     auto& ref = *t;
     plans_.emplace(std::move(key), std::move(t));
     return ref;

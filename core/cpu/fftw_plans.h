@@ -50,6 +50,8 @@ bool fftw_measures(const Shape& shape, AxisMask axes);
 // Every measured plan is also bounded in time (fftwf_set_timelimit), so even a smooth length cannot
 // hold the planner lock for longer than about this.
 constexpr double kFftwPlanSeconds = 1.0;
+// And each backend (one session) gets measured plans for this long in all; after it, FFTW_ESTIMATE.
+constexpr double kSessionMeasureSeconds = 4.0;
 
 // One cached transform: the FFTW plan over all requested axes (batched over the others) and the
 // centring modulation tables per axis (empty for axes not transformed), see centring.h.
@@ -63,14 +65,20 @@ struct FftwTransform {
 // found again without the registry's lock.
 class FftwPlanCache {
 public:
-    explicit FftwPlanCache(int threads);
+    // `measure_budget_seconds`: this cache's planning time with FFTW_MEASURE (kSessionMeasureSeconds).
+    explicit FftwPlanCache(int threads, double measure_budget_seconds = kSessionMeasureSeconds);
     // The transform for arrays of `shape` over `axes` (only axes longer than 1) in direction `dir`
     // whose data pointer has the SIMD alignment of `data`. Thread-safe.
     const FftwTransform& get(const Shape& shape, AxisMask axes, FFTDirection dir, cfloat* data);
+    // Plans this cache made by FFTW_ESTIMATE although fftw_measures() would have measured them.
+    size_t estimated_over_budget() const;
 
 private:
     int threads_;
-    std::mutex mutex_;
+    double measure_budget_;
+    double measured_seconds_ = 0;  // planning this cache did itself, under mutex_
+    size_t over_budget_ = 0;       // under mutex_
+    mutable std::mutex mutex_;
     std::map<std::vector<size_t>, std::shared_ptr<FftwTransform>> plans_;
 };
 
