@@ -45,7 +45,10 @@ public:
 private:
     void drain() {
         auto self = shared_from_this();
-        socket_.async_read_some(boost::asio::buffer(scratch_), [self](const boost::system::error_code& ec, size_t) {
+        // What the client still sends is dropped: every rejection reads into one buffer (they all run on
+        // the one thread of `ioc`), so thousands lingering at once cost their sockets and no more.
+        static std::array<char, 16384> scratch;
+        socket_.async_read_some(boost::asio::buffer(scratch), [self](const boost::system::error_code& ec, size_t) {
             if (ec) return self->finish();  // EOF, reset or the linger deadline
             self->drain();
         });
@@ -56,7 +59,6 @@ private:
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer timer_;
     std::vector<uint8_t> reply_;
-    std::array<char, 16384> scratch_{};
     std::function<void()> done_;
 };
 

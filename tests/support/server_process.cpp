@@ -294,6 +294,14 @@ WireConnection::WireConnection(uint16_t port, std::chrono::seconds io_timeout, c
     }
 }
 
+void WireConnection::reset() {
+    if (fd_ < 0) return;
+    const linger abort_now{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort_now, sizeof abort_now);
+    ::close(fd_);
+    fd_ = -1;
+}
+
 WireConnection::~WireConnection() {
     if (fd_ >= 0) ::close(fd_);
 }

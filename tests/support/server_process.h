@@ -84,6 +84,9 @@ public:
     void send_bytes(const void* data, size_t n);
     void send_bytes(const std::vector<uint8_t>& bytes) { send_bytes(bytes.data(), bytes.size()); }
     void shutdown_send();  // half-close: the server sees EOF
+    // Closes at once with a reset (SO_LINGER 0), as a killed client's kernel may: no FIN, unread data
+    // dropped. The connection is unusable afterwards.
+    void reset();
 
     // Reads one message; throws wire::EndOfStream at EOF, std::runtime_error on timeout.
     wire::WireMessage receive(const wire::Limits& limits = {});
