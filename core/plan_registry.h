@@ -12,7 +12,9 @@
 //
 // Bounded: beyond `max_entries` plans, the least recently used ones that no session holds any more
 // are dropped (a session keeps the plans it got alive through its own shared_ptr, so dropping one
-// never pulls it from under a running transform).
+// never pulls it from under a running transform). With a budget (charge_to), each stored plan is
+// charged to it; a plan the budget cannot take is used but not kept, and drop_idle() (the server's
+// admission, before it refuses a session for memory) says how much it gave back.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -23,6 +25,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/memory_budget.h"
+
 namespace larmor {
 
 struct PlanRegistryStats {
@@ -32,6 +36,7 @@ struct PlanRegistryStats {
     uint64_t dropped = 0;  // plans dropped for the bound
     uint64_t failed = 0;   // creations that threw
     size_t entries = 0;    // plans stored now
+    uint64_t charged_bytes = 0;  // what the stored plans are charged (charge_to)
 };
 
 template <class Plan>
@@ -42,6 +47,13 @@ public:
     explicit PlanRegistry(size_t max_entries) : max_entries_(max_entries < 1 ? 1 : max_entries) {}
     PlanRegistry(const PlanRegistry&) = delete;
     PlanRegistry& operator=(const PlanRegistry&) = delete;
+
+    // Plans stored from now on are charged `bytes_of(plan)` to `budget` (null: none).
+    void charge_to(std::shared_ptr<MemoryBudget> budget, std::function<uint64_t(const Plan&)> bytes_of) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        budget_ = std::move(budget);
+        bytes_of_ = std::move(bytes_of);
+    }
 
     std::shared_ptr<Plan> get(const Key& key, const std::function<std::shared_ptr<Plan>()>& make) {
         std::shared_ptr<Slot> slot;
@@ -77,19 +89,24 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         PlanRegistryStats s = stats_;
         s.entries = slots_.size();
+        for (const auto& [key, slot] : slots_) s.charged_bytes += slot->charge.bytes();
         return s;
     }
 
-    // Drops every stored plan no session holds (memory pressure, tests).
-    void drop_idle() {
+    // Drops every stored plan no session holds (memory pressure, tests); returns the bytes they were
+    // charged.
+    uint64_t drop_idle() {
         std::lock_guard<std::mutex> lock(mutex_);
+        uint64_t freed = 0;
         for (auto it = slots_.begin(); it != slots_.end();)
             if (idle(*it->second)) {
+                freed += it->second->charge.bytes();
                 it = slots_.erase(it);
                 ++stats_.dropped;
             } else {
                 ++it;
             }
+        return freed;
     }
 
 private:
@@ -102,6 +119,7 @@ private:
         std::shared_ptr<Plan> plan;
         std::exception_ptr error;
         uint64_t last_use = 0;  // guarded by the registry's mutex
+        BudgetCharge charge;    // guarded by the registry's mutex
     };
 
     std::shared_ptr<Plan> create(const Key& key, const std::shared_ptr<Slot>& slot,
@@ -122,12 +140,21 @@ private:
         slot->ready.notify_all();
         {
             std::lock_guard<std::mutex> lock(mutex_);
+            auto it = slots_.find(key);
+            const bool stored = it != slots_.end() && it->second == slot;
             if (error) {
                 ++stats_.failed;
-                auto it = slots_.find(key);
-                if (it != slots_.end() && it->second == slot) slots_.erase(it);
+                if (stored) slots_.erase(it);
             } else {
                 ++stats_.created;
+                if (stored && budget_) {
+                    try {
+                        slot->charge = BudgetCharge(budget_, bytes_of_(*plan), "a stored transform plan");
+                    } catch (const MemoryBudgetExceeded&) {
+                        slots_.erase(it);  // used by its callers, but not kept: the server has no room
+                        ++stats_.dropped;
+                    }
+                }
                 trim_locked();
             }
         }
@@ -154,6 +181,8 @@ private:
 
     const size_t max_entries_;
     mutable std::mutex mutex_;
+    std::shared_ptr<MemoryBudget> budget_;
+    std::function<uint64_t(const Plan&)> bytes_of_;
     std::map<Key, std::shared_ptr<Slot>> slots_;
     uint64_t clock_ = 0;
     PlanRegistryStats stats_;

@@ -81,10 +81,13 @@ Server::Server(ServerOptions options)
     // Page-locked blocks the CUDA backend keeps between sessions count as the server's host memory,
     // and give way before a session is refused.
     set_cuda_host_cache_budget(host);
+    // So are the FFTW plans kept for later sessions (core/cpu/fftw_plans.h), which give way too.
+    set_fftw_plan_budget(host);
     env_->memory->set_reclaimer([cache = std::weak_ptr<PrecomputeCache>(env_->precompute)](int device, uint64_t bytes) {
         const auto c = cache.lock();
         uint64_t freed = c ? c->shrink(bytes, device) : uint64_t(0);
         if (device < 0 && freed < bytes) freed += release_idle_cuda_host_memory(bytes - freed);
+        if (device < 0 && freed < bytes) freed += fftw_drop_idle_plans();
         return freed;
     });
     // Both here, so a malformed network or an unusable certificate stops the server at startup.

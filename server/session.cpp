@@ -233,10 +233,12 @@ void Session::serve() {
                     else
                         ledger_->discarded("refused while decoding (see the error)", AcquisitionLedger::kUnknownScan);
                 }
-                if (state_ == State::Discarding)
-                    ++discarded_;
-                else
-                    fail(refusal_where_ ? refusal_where_ : "Protocol", e.what());
+                if (!refusal_where_) {  // the codec's own refusal; the gate's was told already (refuse)
+                    if (state_ == State::Discarding)
+                        ++discarded_;
+                    else
+                        fail("Protocol", e.what());
+                }
                 continue;
             } else if (dynamic_cast<const wire::EndOfStream*>(&e)) {
                 abort_session("Protocol", std::string("the client closed the connection without CLOSE (") + e.what() + ")");
@@ -302,7 +304,10 @@ wire::PayloadVerdict Session::admit(const wire::PayloadInfo& p) {
 }
 
 wire::PayloadVerdict Session::refuse(const char* where, std::string why) {
+    // Told now, as it is announced: the payload is still to be read (and dropped), and a client that
+    // withholds its last byte would otherwise never hear why.
     refusal_where_ = where;
+    fail(where, why);
     return {wire::PayloadVerdict::Refuse, std::move(why)};
 }
 

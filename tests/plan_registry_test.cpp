@@ -117,6 +117,29 @@ TEST(PlanRegistry, TheBoundDropsTheLeastRecentlyUsedIdlePlansOnly) {
     EXPECT_EQ(r.stats().entries, 0u);
 }
 
+// Issue 19, item 5: stored plans are charged to the server's budget and give way before a session is
+// refused for memory; a plan the budget cannot take is still used, only not kept.
+TEST(PlanRegistry, StoredPlansAreChargedAndGiveTheirBytesBack) {
+    auto budget = std::make_shared<MemoryBudget>("server host memory budget", 1000);
+    PlanRegistry<int> r(16);
+    r.charge_to(budget, [](const int& plan) { return uint64_t(plan); });
+    std::shared_ptr<int> held = r.get({1}, [] { return std::make_shared<int>(300); });
+    r.get({2}, [] { return std::make_shared<int>(500); });
+    EXPECT_EQ(budget->in_use(), 800u);
+    EXPECT_EQ(r.stats().charged_bytes, 800u);
+    // No room for 400 more: handed out, not stored (the next use makes it again).
+    EXPECT_EQ(*r.get({3}, [] { return std::make_shared<int>(400); }), 400);
+    EXPECT_EQ(r.stats().entries, 2u);
+    EXPECT_EQ(budget->in_use(), 800u);
+    // Under memory pressure the idle plan goes; the one a session holds stays.
+    EXPECT_EQ(r.drop_idle(), 500u);
+    EXPECT_EQ(budget->in_use(), 300u);
+    EXPECT_EQ(r.stats().entries, 1u);
+    held.reset();
+    EXPECT_EQ(r.drop_idle(), 300u);
+    EXPECT_EQ(budget->in_use(), 0u);
+}
+
 // Two backends (two sessions) transform the same shape: one plan for the process, and bit-identical
 // results (each session measuring its own plan could pick another algorithm, whose rounding differs).
 TEST(FftwPlans, SessionsShareOnePlanPerShapeAndGetIdenticalResults) {

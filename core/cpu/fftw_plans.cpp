@@ -205,6 +205,17 @@ std::string fftw_wisdom_file(const std::string& path) {
 
 PlanRegistryStats fftw_plan_stats() { return detail::registry().stats(); }
 
-void fftw_drop_idle_plans() { detail::registry().drop_idle(); }
+uint64_t fftw_drop_idle_plans() { return detail::registry().drop_idle(); }
+
+void set_fftw_plan_budget(std::shared_ptr<MemoryBudget> budget) {
+    detail::registry().charge_to(std::move(budget), [](const detail::FftwTransform& t) {
+        // The centring tables, and FFTW's twiddles and Bluestein buffers: a few complex values per
+        // sample of each transformed axis, counted as four.
+        uint64_t bytes = 4096;
+        for (const auto& table : t.load) bytes += table.size() * sizeof(cfloat) * 5;
+        for (const auto& table : t.store) bytes += table.size() * sizeof(cfloat);
+        return bytes;
+    });
+}
 
 }  // namespace larmor

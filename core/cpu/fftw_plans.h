@@ -35,7 +35,11 @@ std::string fftw_wisdom_file(const std::string& path);
 
 // The process's FFTW plan registry, for the status endpoint and tests.
 PlanRegistryStats fftw_plan_stats();
-void fftw_drop_idle_plans();
+// Drops the stored plans no backend holds; returns the bytes they were charged (set_fftw_plan_budget).
+uint64_t fftw_drop_idle_plans();
+// Stored plans are charged to `budget` from now on (the server's host budget): their centring tables
+// and FFTW's own tables, which for long awkward axes reach a megabyte each (null: not charged).
+void set_fftw_plan_budget(std::shared_ptr<MemoryBudget> budget);
 
 namespace detail {
 
