@@ -60,7 +60,7 @@ struct ChainRunner::Impl {
             if (index_ + 1 < impl_.stages.size()) {
                 Stage& next = *impl_.stages[index_ + 1];
                 const std::optional<uint32_t> scan = acquisition_scan(msg);
-                BudgetCharge charge = impl_.charge_for(msg, next);
+                BudgetCharge charge = impl_.charge_for(msg, next, impl_.stages[index_]->in_hand);
                 // Refused only once the chain is aborted: the acquisition is dropped with the rest.
                 if (!next.queue.push(Queued{Item(std::move(msg)), std::move(charge)}) && scan)
                     impl_.dropped_at_abort(*scan);
@@ -82,6 +82,10 @@ struct ChainRunner::Impl {
         BoundedQueue<Queued> queue;
         std::thread thread;
         bool failed = false;  // touched only by the stage's own thread
+        // The charge of the message process() works on (stage thread only): a message passed on
+        // takes it along to the next queue instead of charging the budget anew (one reservation per
+        // message through the whole chain); what is left goes when process() returns.
+        BudgetCharge in_hand;
         GadgetTiming& timing;  // the process-wide histogram of this gadget's process() calls
     };
     uint64_t queue_reporter = 0;  // registered while the stages run (chain_metrics.h)
@@ -141,15 +145,16 @@ struct ChainRunner::Impl {
             std::optional<Queued> queued = s.queue.pop();
             if (!queued) return;  // aborted
             if (!queued->item.has_value()) break;
-            // In the gadget's hands now: a gadget that keeps it charges its own copy (accumulators),
-            // and one that passes it on charges it again in the next queue.
-            queued->charge.reset();
+            // In the gadget's hands now, still charged (in_hand); a gadget that keeps it charges its
+            // own copy (accumulators).
+            s.in_hand = std::move(queued->charge);
             Message& msg = *queued->item;  // moved into process() below
             const std::optional<uint32_t> scan = acquisition_scan(msg);
             const uint64_t carried = acquisitions_carried(msg);
             const bool dropped = s.failed;
             const auto t0 = std::chrono::steady_clock::now();
             guarded(s, [&] { s.gadget->process(std::move(msg), out); });
+            s.in_hand.reset();
             s.timing.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             if (carried && s.failed) ctx.ledger->failed(carried);
             // An acquisition that met a failed stage, or made it fail, goes no further.
@@ -163,9 +168,13 @@ struct ChainRunner::Impl {
     // The charge of `msg` waiting in `target`'s queue. A budget that is full while the queue holds
     // messages is backpressure: wait until the gadget takes one, as for a full queue. Full with the
     // queue empty, nothing will give room: the error names the bytes and the budget.
-    BudgetCharge charge_for(const Message& msg, Stage& target) {
+    // `carried`: the charge of the message a gadget is handling (or of what came off the socket),
+    // taken along when `msg` is that message passed on, i.e. about its size (a note the gadget emits
+    // beside it does not take it).
+    BudgetCharge charge_for(const Message& msg, Stage& target, BudgetCharge& carried) {
         const uint64_t bytes = host_payload_bytes(msg);
         if (!host_budget || bytes == 0) return {};
+        if (carried.bytes() >= bytes && 2 * bytes >= carried.bytes()) return std::move(carried);
         for (;;) {
             try {
                 return BudgetCharge(host_budget, bytes, kQueuedWhat);
@@ -258,7 +267,7 @@ void ChainRunner::start(SessionContext ctx, ChainSink sink) {
         impl_->stages[i]->thread = std::thread([this, i] { impl_->run_stage(i); });
 }
 
-void ChainRunner::push(Message msg) {
+void ChainRunner::push(Message msg, BudgetCharge charge) {
     if (!impl_->started) throw std::logic_error("ChainRunner::push before start");
     if (impl_->closed) throw std::logic_error("ChainRunner::push after close");
     // After a failure the rest of the stream is read and dropped here, so the session can still
@@ -268,8 +277,8 @@ void ChainRunner::push(Message msg) {
         return;
     }
     Impl::Stage& first = *impl_->stages.front();
-    BudgetCharge charge = impl_->charge_for(msg, first);
-    first.queue.push(Queued{Item(std::move(msg)), std::move(charge)});
+    BudgetCharge held = impl_->charge_for(msg, first, charge);
+    first.queue.push(Queued{Item(std::move(msg)), std::move(held)});
 }
 
 void ChainRunner::close_and_wait() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_budget.h"
 #include "gadgets/gadget.h"
 
 namespace larmor::config {
@@ -36,8 +37,10 @@ public:
     void start(SessionContext ctx, ChainSink sink);
 
     // Feeds one message to the first gadget; blocks while its queue is full. After a gadget failed,
-    // messages are discarded (the session keeps reading until the client's CLOSE).
-    void push(Message msg);
+    // messages are discarded (the session keeps reading until the client's CLOSE). `charge`: what the
+    // message is charged to the session's budget already (as it was received); it travels with the
+    // message through the queues while it covers it, and is otherwise charged where it is queued.
+    void push(Message msg, BudgetCharge charge = {});
 
     // Signals the end of the stream and waits until every gadget has finished in order.
     void close_and_wait();

@@ -187,7 +187,15 @@ void Server::on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp
 }
 
 void Server::hold(boost::asio::ip::tcp::socket socket, std::string address) {
-    const ConnectionSlots::Verdict v = env_->slots->add_pending(address);
+    ConnectionSlots::Verdict v = env_->slots->add_pending(address);
+    // Full of connections: the oldest one that has not sent a byte gives way (a flood of silent
+    // connections must not keep a real client out, and one that is about to talk has sent by now).
+    // Connections that are talking, however slowly, are left to the handshake deadline.
+    if (v == ConnectionSlots::Verdict::ServerFull && !waiting_.empty()) {
+        close_silent(waiting_.front(), "closed to make room for a newer connection (--max-pending-connections " +
+                                           std::to_string(env_->slots->limits().pending) + ")");
+        v = env_->slots->add_pending(address);
+    }
     if (v != ConnectionSlots::Verdict::Ok) {
         ++env_->stats.pending_refused;
         const SlotLimits& l = env_->slots->limits();
@@ -238,38 +246,38 @@ void Server::on_first_bytes(const std::shared_ptr<Waiting>& w) {
 }
 
 void Server::on_silent_deadline(const std::shared_ptr<Waiting>& w) {
+    const ServerOptions& o = env_->options;
+    if (env_->tls) {  // a TLS client says nothing until its handshake: it did not start one
+        ++env_->stats.tls_handshakes_failed;
+        close_silent(w, "no TLS handshake within " + duration_text(o.security.tls_handshake_timeout) +
+                            " (--tls-handshake-timeout)");
+        return;
+    }
+    close_silent(w, o.handshake_timeout.count() > 0
+                        ? "no chain config and ISMRMRD header within --handshake-timeout " +
+                              std::to_string(o.handshake_timeout.count()) + " s of connecting"
+                        : read_timeout_text(o.read_timeout));
+}
+
+void Server::close_silent(const std::shared_ptr<Waiting>& w, const std::string& why) {
     if (w->over) return;
     w->over = true;
     boost::system::error_code ignored;
+    w->deadline.cancel();
     w->socket.cancel(ignored);
     waiting_.remove(w);
     env_->slots->drop_pending(w->address);
     ++env_->stats.pending_timed_out;
-    const ServerOptions& o = env_->options;
     uint64_t left_out = 0;
-    if (env_->tls) {  // a TLS client says nothing until its handshake: it did not start one
-        ++env_->stats.tls_handshakes_failed;
-        if (pending_log_.allow(left_out))
-            spdlog::warn("refused {}: no TLS handshake within {} (--tls-handshake-timeout){}",
-                         w->address.empty() ? "a client" : w->address, duration_text(o.security.tls_handshake_timeout),
-                         left_out ? "; " + std::to_string(left_out) +
-                                        " events before this one were not logged (at most 20 lines per 10 s)"
-                                  : std::string());
-        w->socket.close(ignored);  // no TEXT: a plain one would reach a TLS client as a garbled record
-        return;
-    }
     if (pending_log_.allow(left_out))
-        spdlog::info("closing a connection from {} that sent nothing{}",
-                     w->address.empty() ? "an unknown address" : w->address,
+        spdlog::info("closing a connection from {} that sent nothing: {}{}",
+                     w->address.empty() ? "an unknown address" : w->address, why,
                      left_out ? "; " + std::to_string(left_out) +
                                     " events before this one were not logged (at most 20 lines per 10 s)"
                               : std::string());
-    const std::string what =
-        o.handshake_timeout.count() > 0
-            ? "no chain config and ISMRMRD header within --handshake-timeout " +
-                  std::to_string(o.handshake_timeout.count()) + " s of connecting"
-            : read_timeout_text(o.read_timeout);
-    send_refusal(std::move(w->socket), "[Protocol] ERROR: " + what + " (nothing received)");
+    // On a TLS port no TEXT: a plain one would reach a TLS client as a garbled record (send_refusal
+    // just closes there).
+    send_refusal(std::move(w->socket), "[Protocol] ERROR: " + why + " (nothing received)");
 }
 
 void Server::start_session(boost::asio::ip::tcp::socket socket, std::string address,

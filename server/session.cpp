@@ -240,6 +240,8 @@ void Session::serve() {
                         fail("Protocol", e.what());
                 }
                 continue;
+            } else if (writer_.failed()) {  // the end of input came from send(): the client stopped reading
+                abort_session("Socket", writer_.error());
             } else if (dynamic_cast<const wire::EndOfStream*>(&e)) {
                 abort_session("Protocol", std::string("the client closed the connection without CLOSE (") + e.what() + ")");
             } else if (dynamic_cast<const ReadTimeout*>(&e)) {
@@ -558,10 +560,8 @@ void Session::on_data(Message msg, const char* kind) {
         if (!acq->traj.empty() && !chain_->uses_trajectories()) ++trajectories_ignored_;
     }
     try {
-        // The queue charges the payload from here on: held twice, a message near the budget's limit
-        // would be refused although it is in memory once.
-        in_flight_.reset();
-        chain_->push(std::move(msg));  // blocks while the chain is busy: backpressure to the socket
+        // The payload's charge goes with it into the chain (one reservation per message).
+        chain_->push(std::move(msg), std::move(in_flight_));  // blocks while the chain is busy: backpressure
     } catch (const std::exception& e) {
         fail("Session", std::string("cannot pass ") + kind + " to chain '" + chain_name_ + "': " + e.what());
     }
@@ -787,9 +787,13 @@ void Session::deliver(Message msg) {
 }
 
 bool Session::send(const wire::WireMessage& msg) {
-    if (const auto* t = std::get_if<Text>(&msg)) return writer_.send(encoded_text(t->text));
     // encode() throws on a malformed image; from deliver() that fails the gadget that produced it.
-    return writer_.send(wire::encode(msg));
+    const bool sent = writer_.send(std::holds_alternative<Text>(msg) ? encoded_text(std::get<Text>(msg).text)
+                                                                     : wire::encode(msg));
+    // A client that stopped reading may have stopped sending too: wake the reading thread now (it sees
+    // the end of input and ends the session for the write timeout), not at its read timeout.
+    if (!sent && writer_.failed()) writer_.shutdown_receive();
+    return sent;
 }
 
 }  // namespace larmor::server

@@ -147,30 +147,33 @@ TEST(ServerPending, EveryTurnedAwayClientGetsTheLimitMessage) {
     }
 }
 
-// The pending connections are bounded themselves: the eleventh of --max-pending-connections 10 is
-// turned away with a message naming the flag, and once the ten are gone a session is served.
-TEST(ServerPending, PendingConnectionsAreBounded) {
-    ServerProcess server({"--max-pending-connections", "10", "--handshake-timeout", "3", "--backend", "cpu"});
-    std::vector<std::unique_ptr<WireConnection>> silent;
-    for (int i = 0; i < 10; ++i) silent.push_back(std::make_unique<WireConnection>(server.port(), 60s));
-    std::this_thread::sleep_for(300ms);  // all ten accepted
+// The pending connections are bounded themselves (--max-pending-connections 10): when all ten have
+// begun to talk, the eleventh is turned away with a message naming the flag; when they are silent, the
+// oldest gives way to the newcomer, so a flood of silent connections cannot keep a client out.
+TEST(ServerPending, PendingConnectionsAreBoundedAndSilentOnesGiveWay) {
+    ServerProcess server({"--max-pending-connections", "10", "--handshake-timeout", "4", "--backend", "cpu"});
+    const std::vector<uint8_t> config = wire::encode(wire::ConfigFile{"cartesian-rss"});
+    std::vector<std::unique_ptr<WireConnection>> talking;
+    for (int i = 0; i < 10; ++i) {
+        talking.push_back(std::make_unique<WireConnection>(server.port(), 60s));
+        talking.back()->send_bytes(config.data(), 1);  // begun, never finished
+    }
+    std::this_thread::sleep_for(500ms);  // all ten have their session threads
     {
         WireConnection eleventh(server.port(), 30s);
-        EXPECT_TRUE(some_text_contains(eleventh.receive_until_close(), "--max-pending-connections 10"));
+        EXPECT_TRUE(some_text_contains(eleventh.receive_until_close(), "busy: 10 connections are waiting to start a "
+                                                                       "session (--max-pending-connections 10)"));
     }
-    for (auto& c : silent) EXPECT_TRUE(some_text_contains(c->receive_until_close(), "--handshake-timeout 3 s"));
-    silent.clear();
-    // The ten give their places back as the server closes them; ask until a session is served.
-    const auto until = std::chrono::steady_clock::now() + 20s;
-    for (;;) {
-        WireConnection probe(server.port(), 30s);
-        probe.send(wire::Close{});
-        if (!some_text_contains(probe.receive_until_close(), "--max-pending-connections") ||
-            std::chrono::steady_clock::now() > until)
-            break;
-        std::this_thread::sleep_for(100ms);
-    }
-    EXPECT_LT(good_session_seconds(server.port()), 30.0);
+    for (auto& c : talking) EXPECT_TRUE(some_text_contains(c->receive_until_close(), "--handshake-timeout 4 s"));
+    talking.clear();
+    std::this_thread::sleep_for(500ms);  // their places given back
+
+    std::vector<std::unique_ptr<WireConnection>> silent;
+    for (int i = 0; i < 10; ++i) silent.push_back(std::make_unique<WireConnection>(server.port(), 60s));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_LT(good_session_seconds(server.port()), 30.0);  // the oldest silent one made room for it
+    EXPECT_TRUE(some_text_contains(silent.front()->receive_until_close(),
+                                   "closed to make room for a newer connection (--max-pending-connections 10)"));
 }
 
 }  // namespace

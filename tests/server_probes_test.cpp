@@ -15,6 +15,8 @@
 // (scripts/ci-hardening.sh), not under the sanitizers.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -299,6 +301,40 @@ TEST(ServerProbes, AnAwkwardReadoutDoesNotStallAnotherSession) {
     EXPECT_LT(seconds, 10.0);
     const auto reply = slow.receive_until_close();
     EXPECT_FALSE(some_text_contains(reply, "ERROR")) << "the awkward session itself must succeed";
+}
+
+// Finding 6 under the same budget: 1,000 silent connections and 64 that trickle one byte of their
+// chain config every 3 s (each byte restarting the read timeout) beside the good session, which must
+// be served at once and give its baseline image.
+TEST(ServerProbes, SilentAndTricklingConnectionsLeaveTheGoodSessionAlone) {
+    rlimit lim{};
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    getrlimit(RLIMIT_NOFILE, &lim);
+    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < 1300) GTEST_SKIP() << "ulimit -n is " << lim.rlim_cur;
+    std::vector<std::string> args = server_args();
+    args.insert(args.end(), {"--handshake-timeout", "60", "--read-timeout", "60"});
+    ServerProcess server(args);
+    const std::vector<uint8_t> baseline = good_image(server.port());
+    ASSERT_FALSE(baseline.empty());
+    std::vector<std::unique_ptr<WireConnection>> silent, trickling;
+    for (int i = 0; i < 1000; ++i) silent.push_back(std::make_unique<WireConnection>(server.port(), 120s));
+    const std::vector<uint8_t> config = wire::encode(wire::ConfigFile{"cartesian-rss"});
+    for (int i = 0; i < 64; ++i) {
+        trickling.push_back(std::make_unique<WireConnection>(server.port(), 120s));
+        trickling.back()->send_bytes(&config[0], 1);
+    }
+    std::this_thread::sleep_for(3s);
+    for (auto& c : trickling) c->send_bytes(&config[1], 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(good_image(server.port()), baseline) << "the good session's image changed";
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double rss = peak_rss(server.pid());
+    std::printf("[probe] 1,000 silent and 64 trickling connections: good session %.3f s, server peak RSS %.2f GiB\n",
+                seconds, rss / kGiB);
+    EXPECT_LT(seconds, 30.0) << "the good session waited for the others' deadline";
+    EXPECT_LT(rss, kRssBar);
 }
 
 }  // namespace

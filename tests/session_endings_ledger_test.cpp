@@ -148,5 +148,38 @@ TEST(SessionEndingsLedger, ShutdownAtAnyGraceAddsUp) {
     }
 }
 
+// A client that uploads and never reads: the images the passthrough chain echoes fill its socket, the
+// server ends the session at --write-timeout, and the acquisitions queued behind the blocked image
+// are dropped in the summary, which adds up.
+TEST(SessionEndingsLedger, AWriteTimeoutAddsUp) {
+    ServerProcess server({"--backend", "cpu", "--write-timeout", "1"});
+    const test::SmallScan scan;
+    const std::vector<wire::Acquisition> acqs = test::small_scan_acquisitions(scan, {1.f});
+    wire::Image image;
+    image.head.version = 1;
+    image.head.data_type = ISMRMRD::ISMRMRD_FLOAT;
+    image.head.matrix_size[0] = 1024;
+    image.head.matrix_size[1] = 512;
+    image.head.matrix_size[2] = 1;
+    image.head.channels = 1;
+    image.pixels.assign(size_t{1024} * 512 * sizeof(float), 0);  // 2 MiB, echoed back
+    WireConnection c(server.port(), 10s);
+    c.send(wire::ConfigFile{"passthrough"});
+    c.send(wire::ParameterScript{test::small_scan_header(scan)});
+    uint64_t sent = 0;
+    try {
+        for (int round = 0; round < 32; ++round) {
+            c.send(image);
+            for (int i = 0; i < 8 && sent < acqs.size(); ++i) c.send(acqs[sent++]);
+        }
+    } catch (const std::exception&) {
+        // The server ended the session and stopped reading: the rest cannot be sent.
+    }
+    const std::vector<Summary> s = wait_for_summaries(server, 1);
+    ASSERT_EQ(s.size(), 1u) << server.log();
+    EXPECT_NE(server.log().find("write timeout"), std::string::npos) << server.log();
+    EXPECT_TRUE(adds_up(s.back(), sent));
+}
+
 }  // namespace
 }  // namespace larmor
