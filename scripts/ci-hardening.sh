@@ -37,7 +37,7 @@ SAN_OPT_ASAN="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
 # races TSan cannot judge (tests/tsan.supp), so they run under ASan/UBSan only, which halves this stage.
 TSAN_TESTS=(server_integration_test server_load_test client_test chain_test typed_gadget_test recon_gadgets_test
             noise_dependency_test gadgetron_client_test device_pool_test memory_budget_test memory_admission_test
-            session_summary_test fault_injection_test server_security_test)
+            session_summary_test fault_injection_test server_security_test chain_abort_ledger_test)
 # Skipped under TSan as well: GadgetronClient.HeadLargeCompressedUploads streams a 303 MB phantom through
 # the server three times; under TSan it took 373 s (limit 600 s) on the 2-core machine, and its code
 # paths (NHLBI decoding, the chain, the socket writer) run in the smaller GadgetronClient.*CompressedUploads
