@@ -401,6 +401,15 @@ std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages
     return out;
 }
 
+::testing::AssertionResult some_text_contains(const std::vector<wire::WireMessage>& reply, const std::string& needle) {
+    std::string all;
+    for (const std::string& t : texts_of(reply)) {
+        if (t.find(needle) != std::string::npos) return ::testing::AssertionSuccess();
+        all += "\n  " + t;
+    }
+    return ::testing::AssertionFailure() << "no TEXT contains '" << needle << "'; the texts:" << all;
+}
+
 double metric_sample(const std::string& body, const std::string& name) {
     size_t at = 0;
     while ((at = body.find(name + " ", at)) != std::string::npos) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "wire/codec.h"
 
 namespace larmor::test {
@@ -110,6 +112,9 @@ HttpResult http_request(uint16_t port, const std::string& target, const std::str
 
 // The TEXT payloads among `messages`, in order.
 std::vector<std::string> texts_of(const std::vector<wire::WireMessage>& messages);
+
+// Whether one of the TEXTs of a reply contains `needle`; on failure the message lists the texts.
+::testing::AssertionResult some_text_contains(const std::vector<wire::WireMessage>& reply, const std::string& needle);
 
 // The value of the sample `name` (with its labels as written, e.g. `larmor_sessions_total` or
 // `larmor_gadget_seconds_count{gadget="..."}`) in a Prometheus text body; -1 when absent.

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <ismrmrd/ismrmrd.h>
 
+#include "tests/support/server_process.h"
+
 namespace larmor::test {
 
 std::string small_scan_header(const SmallScan& s) {
@@ -97,6 +99,17 @@ double relative_image_error(const wire::Image& got, const wire::Image& ref, floa
         err = std::max(err, std::abs(double(g[i]) - double(scale) * r[i]));
     }
     return peak > 0 ? err / peak : 1.0;
+}
+
+std::vector<uint8_t> small_scan_image(uint16_t port, const SmallScan& s) {
+    WireConnection c(port, std::chrono::seconds(120));
+    c.send(wire::ConfigFile{"cartesian-rss"});
+    c.send(wire::ParameterScript{small_scan_header(s)});
+    for (const auto& a : small_scan_acquisitions(s, std::vector<float>(s.repetitions, 1.f))) c.send(a);
+    c.send(wire::Close{});
+    // images_by_repetition fails the test when the image did not come or came with an error.
+    const std::vector<wire::Image> images = images_by_repetition(c.receive_until_close(), s);
+    return images.empty() ? std::vector<uint8_t>() : images[0].pixels;
 }
 
 }  // namespace larmor::test

@@ -28,6 +28,10 @@ std::vector<wire::Acquisition> small_scan_acquisitions(const SmallScan& s, const
 // the reply holds an ERROR text, no CLOSE, or an image of an unknown repetition.
 std::vector<wire::Image> images_by_repetition(const std::vector<wire::WireMessage>& reply, const SmallScan& s);
 
+// One session of the scan (scales 1) through cartesian-rss on a real server at 127.0.0.1:port: the
+// pixel bytes of its one image (empty, with the test failed, when it did not come).
+std::vector<uint8_t> small_scan_image(uint16_t port, const SmallScan& s = {});
+
 // Largest |got - scale * ref| over the float pixels relative to scale * max |ref|; 1 when the images
 // differ in type or size.
 double relative_image_error(const wire::Image& got, const wire::Image& ref, float scale);
