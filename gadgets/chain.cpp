@@ -38,19 +38,20 @@ uint64_t acquisitions_carried(const Message& m) {
 // A queue item: a message, or the end-of-stream marker (nullopt) that drains the chain in order.
 using Item = std::optional<Message>;
 
-// A queued message with its host payload charged to the session's budget: 64 queued readouts of
-// 16 MiB each are a gigabyte, which only the budget can stop. Given back when a gadget takes it.
-struct Queued {
-    Item item;
-    BudgetCharge charge;
-};
-
 constexpr const char* kQueuedWhat = "a message waiting in a gadget's input queue";
 constexpr auto kRoomPoll = std::chrono::milliseconds(20);
 }  // namespace
 
 struct ChainRunner::Impl {
     struct Stage;
+
+    // A queued message with its host payload charged to the session's budget: 64 queued readouts of
+    // 16 MiB each are a gigabyte, which only the budget can stop. (A member, not in the anonymous
+    // namespace: Stage holds a queue of them, and the unity builds would warn of the linkage.)
+    struct Queued {
+        Item item;
+        BudgetCharge charge;
+    };
 
     // Forwards a gadget's output to the next stage's queue, or to the sink after the last stage.
     class StageEmitter final : public Emitter {
@@ -278,13 +279,13 @@ void ChainRunner::push(Message msg, BudgetCharge charge) {
     }
     Impl::Stage& first = *impl_->stages.front();
     BudgetCharge held = impl_->charge_for(msg, first, charge);
-    first.queue.push(Queued{Item(std::move(msg)), std::move(held)});
+    first.queue.push(Impl::Queued{Item(std::move(msg)), std::move(held)});
 }
 
 void ChainRunner::close_and_wait() {
     if (!impl_->started || impl_->closed) return;
     impl_->closed = true;
-    impl_->stages.front()->queue.push(Queued{Item(), {}});
+    impl_->stages.front()->queue.push(Impl::Queued{Item(), {}});
     impl_->join_all();
 }
 

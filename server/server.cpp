@@ -259,7 +259,7 @@ void Server::on_silent_deadline(const std::shared_ptr<Waiting>& w) {
                         : read_timeout_text(o.read_timeout));
 }
 
-void Server::close_silent(const std::shared_ptr<Waiting>& w, const std::string& why) {
+void Server::close_silent(std::shared_ptr<Waiting> w, const std::string& why) {
     if (w->over) return;
     w->over = true;
     boost::system::error_code ignored;

@@ -71,7 +71,7 @@ private:
     void on_first_bytes(const std::shared_ptr<Waiting>& w);
     void on_silent_deadline(const std::shared_ptr<Waiting>& w);
     // Closes a connection that has sent nothing, telling it `why` (plain TCP) and logging it (throttled).
-    void close_silent(const std::shared_ptr<Waiting>& w, const std::string& why);
+    void close_silent(std::shared_ptr<Waiting> w, const std::string& why);  // by value: it leaves waiting_
     // The connection's Session, on its own thread and io_context; it is pending until its chain config.
     void start_session(boost::asio::ip::tcp::socket socket, std::string address,
                        std::chrono::steady_clock::time_point connected);

@@ -6,11 +6,12 @@
 // the summary the server logs must add up every time, with the dropped ones named.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <future>
 #include <random>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,21 +42,23 @@ struct Summary {
     std::string text;
 };
 
-// The summaries in a server log, in order.
+// The number that ends just before `at` in `s` ("... 12 used": the 12 before " used"); 0 when none.
+uint64_t number_before(const std::string& s, size_t at) {
+    size_t from = at;
+    while (from > 0 && std::isdigit(static_cast<unsigned char>(s[from - 1]))) --from;
+    return from < at ? std::stoull(s.substr(from, at - from)) : 0;
+}
+
+// The summaries in a server log, in order: "[Summary] N acquisitions received: U used ...; D discarded".
 std::vector<Summary> summaries(const std::string& log) {
     std::vector<Summary> out;
-    const std::regex line(R"(\[Summary\] ([^\n]*))");
-    const std::regex counts(R"(^(\d+) acquisitions? received: (\d+) used)");
-    const std::regex discarded(R"(; (\d+) discarded)");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    const std::string tag = "[Summary] ";
+    for (size_t at = log.find(tag); at != std::string::npos; at = log.find(tag, at + 1)) {
         Summary s;
-        s.text = (*it)[1];
-        std::smatch m;
-        if (std::regex_search(s.text, m, counts)) {
-            s.received = std::stoull(m[1]);
-            s.used = std::stoull(m[2]);
-        }
-        if (std::regex_search(s.text, m, discarded)) s.discarded = std::stoull(m[1]);
+        s.text = log.substr(at + tag.size(), log.find('\n', at) - at - tag.size());
+        s.received = std::strtoull(s.text.c_str(), nullptr, 10);
+        if (const size_t used = s.text.find(" used"); used != std::string::npos) s.used = number_before(s.text, used);
+        if (const size_t d = s.text.find(" discarded"); d != std::string::npos) s.discarded = number_before(s.text, d);
         out.push_back(s);
     }
     return out;
