@@ -746,6 +746,12 @@ void Session::release_slot() {
 
 void Session::deliver(Message msg) {
     if (!output_enabled_) {
+        // An acquisition that reaches the end of a chain whose output is off (the session failed or is
+        // ending) is still accounted for, or the summary would call it "still in the chain".
+        if (const auto* a = std::get_if<Acquisition>(&msg))
+            ledger_->discarded("reached the end of the chain unused", *a);
+        else if (const auto* p = std::get_if<PendingAcquisition>(&msg))
+            ledger_->discarded("reached the end of the chain unused", p->acq);
         ++dropped_outputs_;
         return;
     }
