@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-pending-connections", options.max_pending,
                    "Connections that have not sent a chain config yet (silent, slow or query-only ones); they take "
-                   "no session slot, and more are turned away with a message")
+                   "no session slot. At the limit the oldest one that has sent nothing gives way; when all are "
+                   "talking, more are turned away with a message")
         ->check(CLI::Range(size_t(1), size_t(1000000)))
         ->capture_default_str();
     app.add_option("--max-pending-per-address", options.max_pending_per_address,
