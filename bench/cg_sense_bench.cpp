@@ -35,6 +35,7 @@
 #include "gadgets/message.h"
 #include "gadgets/sense/cartesian_sense.h"
 #include "core/linops/sense.h"
+#include "core/linops/sense_normal.h"
 
 #ifdef LARMOR_WITH_CUDA
 #include "bench/gpu_timing.h"
@@ -102,6 +103,7 @@ CArray random_host(const Shape& s, unsigned seed) {
 struct Problem {
     LinOp e;
     CArray y;
+    LinOp fused;  // the fused E^H E + lambda I (core/linops/sense_normal.h)
 };
 
 Problem make_problem(const std::shared_ptr<Backend>& be, size_t coils) {
@@ -109,10 +111,18 @@ Problem make_problem(const std::shared_ptr<Backend>& be, size_t coils) {
     Problem p;
     p.e = larmor::compose(larmor::sampled_fft(be, ks, 3u, sampling(coils)), larmor::sense(be, coil_maps(coils)));
     p.y = be->to_device(random_host(ks, 3));
+    const RArray mask = sampling(coils);
+    std::vector<float> lines(kN);
+    for (size_t y = 0; y < kN; ++y) lines[y] = mask.data()[y * kN];
+    p.fused = larmor::sense_normal(be, coil_maps(coils), lines, kLambda);
     return p;
 }
 
-double normal_bytes(size_t coils) { return 10.0 * double(kN * kN * coils) * sizeof(cfloat); }
+// The composed operator's 10 passes over the coil array (bench/FLOORS-cg-sense.md); the fused one reads
+// the maps and the image and writes the result: C + 2 image-sized arrays.
+double normal_bytes(size_t coils, bool fused) {
+    return fused ? double(kN * kN * (coils + 2)) * sizeof(cfloat) : 10.0 * double(kN * kN * coils) * sizeof(cfloat);
+}
 
 std::shared_ptr<Backend> backend(bool gpu, benchmark::State& state) {
     if (!gpu) return larmor::make_cpu_backend();
@@ -127,24 +137,26 @@ void normal_op(benchmark::State& state, bool gpu) {
     auto be = backend(gpu, state);
     if (!be) return;
     const size_t coils = static_cast<size_t>(state.range(0));
+    const bool fused = state.range(1) != 0;
     Problem p = make_problem(be, coils);
     const CArray x = be->to_device(random_host({kN, kN}, 4));
     CArray z = be->empty({kN, kN});
-    p.e->normal(x, z);  // plans, workspaces
+    auto apply = [&] { fused ? p.fused->forward(x, z) : p.e->normal(x, z); };
+    apply();  // plans, workspaces
     be->synchronize();
 #ifdef LARMOR_WITH_CUDA
     if (gpu) {
-        const double host = larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), [&] { p.e->normal(x, z); });
+        const double host = larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), apply);
         state.counters["host_us_per_call"] = host * 1e6;
     }
 #endif
     if (!gpu)
         for (auto _ : state) {
             const auto t0 = std::chrono::steady_clock::now();
-            p.e->normal(x, z);
+            apply();
             state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
-    state.counters["bytes"] = normal_bytes(coils);
+    state.counters["bytes"] = normal_bytes(coils, fused);
     state.SetLabel(be->describe());
 }
 
@@ -152,11 +164,16 @@ void iteration(benchmark::State& state, bool gpu) {
     auto be = backend(gpu, state);
     if (!be) return;
     const size_t coils = static_cast<size_t>(state.range(0));
+    const bool fused = state.range(1) != 0;
     Problem p = make_problem(be, coils);
     constexpr int kRun = 25;  // iterations per timed run, from a fresh start (set-up untimed)
     std::unique_ptr<larmor::ConjugateGradient> cg;
+    CArray b = be->empty({kN, kN});
+    p.e->adjoint(p.y, b);
     auto restart = [&] {
-        cg = larmor::cg_least_squares(p.e, p.y, be->zeros({kN, kN}), kLambda, {kRun, 0.0});
+        cg = fused ? std::make_unique<larmor::ConjugateGradient>(p.fused, b, be->zeros({kN, kN}),
+                                                                 larmor::CGOptions{kRun, 0.0})
+                   : larmor::cg_least_squares(p.e, p.y, be->zeros({kN, kN}), kLambda, {kRun, 0.0});
         be->synchronize();
     };
     restart();
@@ -170,7 +187,7 @@ void iteration(benchmark::State& state, bool gpu) {
         be->synchronize();
         state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kRun);
     }
-    state.counters["bytes"] = normal_bytes(coils);
+    state.counters["bytes"] = normal_bytes(coils, fused);
     state.SetLabel(be->describe());
 }
 
@@ -292,15 +309,16 @@ void BM_CgSenseNormalCPU(benchmark::State& s) { normal_op(s, false); }
 void BM_CgSenseIterationGPU(benchmark::State& s) { iteration(s, true); }
 void BM_CgSenseIterationCPU(benchmark::State& s) { iteration(s, false); }
 
-BENCHMARK(BM_CgSenseNormalGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
-BENCHMARK(BM_CgSenseIterationGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+// Second argument: 0 the composed normal operator, 1 the fused one (side by side in one run).
+BENCHMARK(BM_CgSenseNormalGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+BENCHMARK(BM_CgSenseIterationGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseMapsGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseSetupGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseReconGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
 BENCHMARK(BM_CgSenseReconCPU)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_CgSenseMapsCPU)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_CgSenseSetupCPU)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
-BENCHMARK(BM_CgSenseNormalCPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
-BENCHMARK(BM_CgSenseIterationCPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK(BM_CgSenseNormalCPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK(BM_CgSenseIterationCPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
 
 }  // namespace

@@ -166,6 +166,11 @@ public:
     // accumulated in double), then previous = x. out is a two-element array on this backend's device;
     // x and previous of one shape, apart from each other and from out.
     virtual void change_norms(const CArray& x, CArray& previous, CArray& out) = 0;
+    // A conjugate-gradient step's vector work in one pass (Hestenes & Stiefel 1952): x += a p, r -= a q,
+    // then out[0] = ||r||^2 (real part, accumulated in double). The same values as axpy(a, p, x),
+    // axpy(-a, q, r) and norm2(r, out), with one launch and one pass instead of three. x, r, p and q of
+    // one shape; x and r apart from each other, from p, q and out.
+    virtual void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& out) = 0;
     // out = a * b, or a * conj(b) with conj_b; b broadcast over a's trailing axes; out has a's shape
     // and may be the same view as a (not as a broadcast b).
     virtual void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b = false) = 0;

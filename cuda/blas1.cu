@@ -164,6 +164,38 @@ __global__ void change_norms_kernel(const float2* __restrict__ x, float2* __rest
     }
 }
 
+// dot_kernel's scheme around CG's two updates: the coefficient once per thread, as in blas1_kernel.
+__global__ void cg_step_kernel(DevCoef c, const float2* __restrict__ p, const float2* __restrict__ q,
+                               float2* __restrict__ x, float2* __restrict__ r, long long n, float2* out,
+                               double2* partials, unsigned* counter) {
+    const float2 a = coefficient(c), minus = make_float2(-a.x, -a.y);
+    double2 acc = make_double2(0.0, 0.0);
+    for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        x[i] = add(x[i], cmul(a, p[i]));
+        const float2 v = add(r[i], cmul(minus, q[i]));
+        r[i] = v;
+        const double2 t = dot_term(v, v);
+        acc.x += t.x;
+    }
+    acc = block_sum(acc);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = acc;
+        __threadfence();
+        last = atomicInc(counter, gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    double2 s = make_double2(0.0, 0.0);
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+        const double2 v = __ldcg(partials + b);
+        s.x += v.x;
+    }
+    s = block_sum(s);
+    if (threadIdx.x == 0) *out = make_float2(float(s.x), 0.f);
+}
+
 template <Pointwise Op, class A, class B>
 __device__ __forceinline__ A pointwise(A a, B b);
 template <>
@@ -356,6 +388,13 @@ void launch_change_norms(const float2* x, float2* previous, long long n, float2*
     const unsigned grid = grid_stride_blocks(n, kThreads, kReductionBlocks);
     change_norms_kernel<<<grid, kThreads, 0, stream>>>(x, previous, n, out, s.partials, s.counter);
     LARMOR_CUDA_LAUNCH_CHECK("change_norms_kernel", elements(n));
+}
+
+void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* out,
+                    ReductionScratch s, cudaStream_t stream) {
+    const unsigned grid = grid_stride_blocks(n, kThreads, kReductionBlocks);
+    cg_step_kernel<<<grid, kThreads, 0, stream>>>(a, p, q, x, r, n, out, s.partials, s.counter);
+    LARMOR_CUDA_LAUNCH_CHECK("cg_step_kernel", elements(n));
 }
 
 void launch_blend(const float* m, long long nm, const float2* y, float2* x, long long n, cudaStream_t stream) {

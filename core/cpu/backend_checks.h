@@ -195,6 +195,20 @@ inline void check_change_norms(const CArray& x, const CArray& previous, const CA
     check_disjoint(out, "out", previous, "previous", "change_norms");
 }
 
+inline void check_cg_step(const CArray& p, const CArray& q, const CArray& x, const CArray& r, const CArray& out) {
+    check_same_shape(p, "p", q, "q", "cg_step");
+    check_same_shape(p, "p", x, "x", "cg_step");
+    check_same_shape(p, "p", r, "r", "cg_step");
+    check_scalar_out(out, "cg_step");
+    check_disjoint(x, "x", r, "r", "cg_step");
+    check_disjoint(x, "x", p, "p", "cg_step");
+    check_disjoint(x, "x", q, "q", "cg_step");
+    check_disjoint(r, "r", p, "p", "cg_step");
+    check_disjoint(r, "r", q, "q", "cg_step");
+    check_disjoint(out, "out", x, "x", "cg_step");
+    check_disjoint(out, "out", r, "r", "cg_step");
+}
+
 // blend: x and y of one shape, m broadcast over their trailing axes, x apart from both.
 inline void check_blend(const RArray& m, const CArray& y, const CArray& x) {
     check_same_shape(y, "y", x, "x", "blend");

@@ -102,6 +102,17 @@ std::pair<double, double> change_norms(const cfloat* x, cfloat* previous, size_t
     return {s.real(), s.imag()};
 }
 
+double cg_step(cfloat a, const cfloat* p, const cfloat* q, cfloat* x, cfloat* r, size_t n, int threads) {
+    // -a, not r - a q: the same rounding as axpy(-a, q, r), so the fused step changes no bit.
+    const cfloat minus = -a;
+    return ordered_sum<double>(n, threads, [&](size_t i) {
+        x[i] += cmul(a, p[i]);
+        const cfloat v = r[i] + cmul(minus, q[i]);
+        r[i] = v;
+        return double(v.real()) * v.real() + double(v.imag()) * v.imag();
+    });
+}
+
 namespace {
 
 // out[g nb + i] = f(a[g nb + i], b[i]): b broadcast over the trailing axes of a.

@@ -77,10 +77,8 @@ void ConjugateGradient::update() {
     if (done()) return;
     n_->forward(p_, np_);
     be_.dot(p_, np_, pnp_);
-    // alpha = rr / <p, N p>; x += alpha p; r -= alpha N p.
-    be_.axpy(Coef::ratio(1.f, rr_, pnp_), p_, x_);
-    be_.axpy(Coef::ratio(-1.f, rr_, pnp_), np_, r_);
-    be_.norm2(r_, rr_new_);
+    // alpha = rr / <p, N p>; x += alpha p; r -= alpha N p; ||r||^2: one pass (Backend::cg_step).
+    be_.cg_step(Coef::ratio(1.f, rr_, pnp_), p_, np_, x_, r_, rr_new_);
     // beta = rr_new / rr; p = r + beta p.
     be_.xpay(Coef::ratio(1.f, rr_new_, rr_), r_, p_);
     std::swap(rr_, rr_new_);

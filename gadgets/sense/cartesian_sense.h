@@ -25,8 +25,11 @@ struct CartesianSense {
 
 // kspace [RO, E1, E2, C] on the backend, unsampled lines zero; sampled: (e1, e2) lines acquired (E1
 // fastest, 1 = sampled); maps (and the second set, when not empty) [RO, E1, E2, C] on the backend.
+// fused: CG on the fused normal operator (core/linops/sense_normal.h) where it applies (a 2D slice, one
+// set of maps, a phase-encode count the device's kernel has); false: always the composed E^H E (the
+// reference the tests and benchmarks compare it with).
 CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& kspace,
                                const std::vector<uint8_t>& sampled, const CArray& maps, float lambda,
-                               CGOptions options, const CArray& second_maps = CArray{});
+                               CGOptions options, const CArray& second_maps = CArray{}, bool fused = true);
 
 }  // namespace larmor
