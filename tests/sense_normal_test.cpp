@@ -124,6 +124,8 @@ TEST_P(SenseNormal, CgSenseImageEqualsTheComposedSolvers) {
     const CArray dmaps = be->to_device(maps);
     auto fused = cartesian_sense(be, kspace, sampled, dmaps, 0.02f, {15, 0.0});
     auto composed = cartesian_sense(be, kspace, sampled, dmaps, 0.02f, {15, 0.0}, CArray{}, false);
+    EXPECT_EQ(fused.normal, "fused");
+    EXPECT_EQ(composed.normal, "composed (asked for)");
     while (!fused.solver->done()) fused.solver->update();
     while (!composed.solver->done()) composed.solver->update();
     EXPECT_LT(relative_l2(test::download(*be, fused.image), test::download(*be, composed.image)), 1e-5);

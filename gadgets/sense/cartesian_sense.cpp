@@ -36,13 +36,18 @@ CartesianSense cartesian_sense(std::shared_ptr<Backend> backend, const CArray& k
     p.image = backend->zeros(second_maps.empty() ? Shape{ro, e1, e2} : Shape{2 * ro * e1 * e2});
     // One 2D slice with one set of maps: CG runs on the fused normal operator (one pass over the coil
     // array per iteration instead of ten); the composed E^H E otherwise, and for E^H y in both cases.
-    if (fused && second_maps.empty() && sense_normal_unsupported(maps.shape(), backend->device()).empty()) {
+    const std::string unfused = !fused                 ? std::string("asked for")
+                                : !second_maps.empty() ? std::string("two sets of maps")
+                                                       : sense_normal_unsupported(maps.shape(), backend->device());
+    if (unfused.empty()) {
+        p.normal = "fused";
         std::vector<float> lines(e1);
         for (size_t l = 0; l < e1; ++l) lines[l] = sampled[l] ? 1.f : 0.f;
         CArray b = backend->empty(p.image.shape());
         p.encoding->adjoint(kspace, b);
         p.solver = std::make_unique<ConjugateGradient>(sense_normal(backend, maps, lines, lambda), b, p.image, options);
     } else {
+        p.normal = "composed (" + unfused + ")";
         p.solver = cg_least_squares(p.encoding, kspace, p.image, lambda, options);
     }
     return p;

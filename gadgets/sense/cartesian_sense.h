@@ -10,6 +10,7 @@
 // deadline); benchmarks and tests use the same set-up.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/iter/cg.h"
@@ -21,6 +22,8 @@ struct CartesianSense {
     LinOp encoding;                          // E: [RO, E1, E2] (two sets: [2 RO E1 E2]) -> [RO, E1, E2, C]
     CArray image;                            // x, updated by the solver
     std::unique_ptr<ConjugateGradient> solver;
+    // Which normal operator CG runs on, for the log: "fused", or "composed" with the reason.
+    std::string normal;
 };
 
 // kspace [RO, E1, E2, C] on the backend, unsampled lines zero; sampled: (e1, e2) lines acquired (E1
