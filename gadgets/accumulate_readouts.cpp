@@ -370,7 +370,7 @@ private:
                                     std::to_string(ns) + " samples x " + std::to_string(ch) + " channels" +
                                     a.scan_text());
         r.head = a.head;
-        r.samples = a.data;
+        r.samples.assign(a.data.begin(), a.data.end());
         r.coords.resize(ns * static_cast<size_t>(g.dims));
         if (computed)
             computed_coords(a, g, r);

@@ -175,7 +175,12 @@ public:
             // Doubling, capped at count: copies stay below count in total and nothing is over-allocated.
             if (out.capacity() < done + n)
                 out.reserve(static_cast<size_t>(std::min<uint64_t>(count, std::max<uint64_t>(2 * out.capacity(), done + n))));
-            out.resize(done + n);
+            {
+                // Samples: the socket writes every new element next, so they are not zeroed first
+                // (wire/samples.h); other containers value-initialise as usual.
+                const UninitialisedResize unwritten;
+                out.resize(done + n);
+            }
             bytes_of_part(out.data() + done, n * sizeof(T), part, count * sizeof(T), done * sizeof(T));
         }
     }
@@ -285,7 +290,10 @@ void read_compressed_data(MessageReader& r, Acquisition& acq) {
     std::vector<uint8_t> block;
     r.vector(block, n, "compressed data");
     // The decoded samples cost at most 32x the bytes the peer sent (1-bit integers), within Limits.
-    acq.data.resize(static_cast<size_t>(samples));
+    {
+        const UninitialisedResize unwritten;  // decode_nhlbi writes every float, or throws and we clear
+        acq.data.resize(static_cast<size_t>(samples));
+    }
     try {
         decode_nhlbi(block.data(), block.size(), floats, reinterpret_cast<float*>(acq.data.data()));
     } catch (const std::invalid_argument& e) {

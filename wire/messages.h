@@ -10,6 +10,8 @@
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/waveform.h>
 
+#include "wire/samples.h"
+
 namespace larmor::wire {
 
 // ISMRMRD's channel masks hold 1024 channels: the most any acquisition, buffer or noise store takes.
@@ -18,7 +20,7 @@ inline constexpr uint32_t kMaxChannels = 1024;
 struct Acquisition {
     ISMRMRD::ISMRMRD_AcquisitionHeader head{};
     std::vector<float> traj;                 // [number_of_samples][trajectory_dimensions]
-    std::vector<std::complex<float>> data;   // [active_channels][number_of_samples], sample fastest
+    Samples data;                            // [active_channels][number_of_samples], sample fastest
 
     // ISMRMRD flag bits are numbered from 1 (ISMRMRD_ACQ_IS_NOISE_MEASUREMENT = 19).
     bool flag(int bit) const { return (head.flags & (uint64_t{1} << (bit - 1))) != 0; }
