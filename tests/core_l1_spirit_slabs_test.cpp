@@ -15,6 +15,7 @@
 #include "core/recon/l1_spirit.h"
 #include "core/recon/l1_spirit_slabs.h"
 #include "tests/support/backends.h"
+#include "tests/support/refusal_text.h"
 #include "tests/support/operator_checks.h"
 #include "tools/phantom/phantom.h"
 
@@ -153,14 +154,7 @@ TEST_P(SlabSplit, AnyForcedDeviceCountGivesTheImagesOfOneBackend) {
 TEST_P(SlabSplit, ShapesThatDoNotFitAreRefusedByName) {
     const Volume v = volume(*be);
     const L1SpiritSettings s;
-    auto message = [&](auto&& f) {
-        try {
-            f();
-        } catch (const std::invalid_argument& e) {
-            return std::string(e.what());
-        }
-        return std::string("no exception");
-    };
+    auto message = [](auto&& f) { return test::refusal_text(f); };
     EXPECT_NE(message([&] { L1SpiritSlabs({be, nullptr}, v.hybrid, v.mask, v.kernels, s); }).find("backend 1 is null"),
               std::string::npos);
     EXPECT_NE(message([&] { L1SpiritSlabs({be}, v.hybrid, RArray::host({kRo, kE1, 8}), v.kernels, s); })

@@ -20,6 +20,7 @@
 #include "core/recon/cg_spirit.h"
 #include "tests/support/backends.h"
 #include "tests/support/operator_checks.h"
+#include "tests/support/refusal_text.h"
 #include "tools/phantom/phantom.h"
 
 namespace larmor {
@@ -317,14 +318,7 @@ LARMOR_INSTANTIATE_BACKEND_TEST(Spirit);
 
 TEST(SpiritCalibration, UnusableSettingsAndBlocksAreRefusedByName) {
     auto cpu = make_cpu_backend();
-    auto message = [&](auto&& f) {
-        try {
-            f();
-        } catch (const std::exception& e) {
-            return std::string(e.what());
-        }
-        return std::string("accepted");
-    };
+    auto message = [](auto&& f) { return test::refusal_text<std::exception>(f); };
     const CArray block = centre_block(phantom_kspace(2));
     coils::SpiritSettings s;
     s.kernel = 4;
