@@ -3,16 +3,18 @@
 // lambda = 0.01.
 //   BM_CgSenseNormal{GPU,CPU}/coils     E^H E x alone (the normal operator, through the overrides:
 //                                       S^H (F_y^H M F_y) S, core/linops/sampled_fft.h)
-//   BM_CgSenseIteration{GPU,CPU}/coils  one ConjugateGradient::update(): the normal operator plus
+//   BM_CgSenseIteration{GPU,CPU}/coils/fused/recorded
+//                                       one ConjugateGradient::update(): the normal operator plus
 //                                       the Tikhonov term, five vector operations and the
 //                                       asynchronous read of ||r||^2; 25 iterations back to back
 //                                       and a final wait, per iteration (what a reconstruction pays)
 //   BM_CgSenseMaps{GPU,CPU}/coils       the coil maps of a recon buffer (calibration region, image,
 //                                       Walsh), then a wait
 //   BM_CgSenseSetup{GPU,CPU}/coils      cartesian_sense(): the operators, E^H y and CG's start
-//   BM_CgSenseRecon{GPU,CPU}/coils      the whole reconstruction once the last readout is in the
+//   BM_CgSenseRecon{GPU,CPU}/coils/maps the whole reconstruction once the last readout is in the
 //                                       buffer: the CgSense gadget on a recon buffer (calibration
-//                                       region, Walsh maps, 30 CG iterations, recon grid) and
+//                                       region, maps: 0 the gadget's default, ESPIRiT; 1 Walsh;
+//                                       30 CG iterations, recon grid) and
 //                                       ImageFinish's magnitude download, wall clock per buffer
 // GPU timing: the normal operator by CUDA events around 20 back-to-back calls with the stream gated
 // until all are queued (device time); the rest by the wall clock, ending with a wait for the device. Counter `bytes`: what the pipeline
@@ -165,6 +167,7 @@ void iteration(benchmark::State& state, bool gpu) {
     if (!be) return;
     const size_t coils = static_cast<size_t>(state.range(0));
     const bool fused = state.range(1) != 0;
+    const bool record = state.range(2) != 0;  // iterations replayed from a recording (a CUDA graph)
     Problem p = make_problem(be, coils);
     constexpr int kRun = 25;  // iterations per timed run, from a fresh start (set-up untimed)
     std::unique_ptr<larmor::ConjugateGradient> cg;
@@ -172,8 +175,8 @@ void iteration(benchmark::State& state, bool gpu) {
     p.e->adjoint(p.y, b);
     auto restart = [&] {
         cg = fused ? std::make_unique<larmor::ConjugateGradient>(p.fused, b, be->zeros({kN, kN}),
-                                                                 larmor::CGOptions{kRun, 0.0})
-                   : larmor::cg_least_squares(p.e, p.y, be->zeros({kN, kN}), kLambda, {kRun, 0.0});
+                                                                 larmor::CGOptions{kRun, 0.0, record})
+                   : larmor::cg_least_squares(p.e, p.y, be->zeros({kN, kN}), kLambda, {kRun, 0.0, record});
         be->synchronize();
     };
     restart();
@@ -187,6 +190,7 @@ void iteration(benchmark::State& state, bool gpu) {
         be->synchronize();
         state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kRun);
     }
+    state.counters["recorded"] = cg->recorded() ? 1 : 0;
     state.counters["bytes"] = normal_bytes(coils, fused);
     state.SetLabel(be->describe());
 }
@@ -246,6 +250,8 @@ void recon(benchmark::State& state, bool gpu) {
     cfg.mutable_solver()->set_tolerance(0.f);  // all 30 iterations, whatever the residual
     cfg.mutable_solver()->set_lambda(kLambda);
     cfg.mutable_solver()->set_progress_interval(-1);
+    // Second argument: 0 = the gadget's default maps (ESPIRiT for Cartesian data), 1 = Walsh.
+    if (state.range(1) == 1) cfg.set_maps(larmor::config::CgSense::MAPS_WALSH);
     auto cg = larmor::make_cg_sense(cfg);
     auto finish = larmor::make_image_finish(larmor::config::ImageFinish{});
     larmor::SessionContext ctx;
@@ -311,14 +317,14 @@ void BM_CgSenseIterationCPU(benchmark::State& s) { iteration(s, false); }
 
 // Second argument: 0 the composed normal operator, 1 the fused one (side by side in one run).
 BENCHMARK(BM_CgSenseNormalGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
-BENCHMARK(BM_CgSenseIterationGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+BENCHMARK(BM_CgSenseIterationGPU)->ArgsProduct({{8, 32}, {0, 1}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseMapsGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseSetupGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
-BENCHMARK(BM_CgSenseReconGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
-BENCHMARK(BM_CgSenseReconCPU)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_CgSenseReconGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
+BENCHMARK(BM_CgSenseReconCPU)->Args({8, 0})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_CgSenseMapsCPU)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_CgSenseSetupCPU)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_CgSenseNormalCPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
-BENCHMARK(BM_CgSenseIterationCPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK(BM_CgSenseIterationCPU)->ArgsProduct({{8, 32}, {0, 1}, {1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
 
 }  // namespace

@@ -9,6 +9,7 @@
 // handles, so concurrent sessions overlap on the GPU without sharing mutable state. It also carries the
 // session's memory budgets (core/memory_budget.h): every array it allocates is charged to them first.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "core/array.h"
 #include "core/memory_budget.h"
 #include "core/plan_registry.h"
+#include "core/recording.h"
 
 namespace larmor {
 
@@ -193,6 +195,14 @@ public:
     // (m the sampling mask, y the measured samples) moves only the sampled fraction of the array and m
     // itself. m = 1 gives y exactly. x must not overlap y or m.
     virtual void blend(const RArray& m, const CArray& y, CArray& x) = 0;
+
+    // A sequence of queued work to be run many times (core/recording.h): record() does not run
+    // `body`; each replay() has the effect of calling it once. The body must queue the same work on
+    // the same arrays every time (what it reads from host state is fixed when recorded), allocate
+    // nothing and wait for nothing: on CUDA it becomes a graph of the kernels and copies it queues;
+    // a body that cannot be captured (it allocates, waits or reads back) is called on every replay.
+    // The arrays the body uses must outlive the recording.
+    virtual std::unique_ptr<Recording> record(std::function<void()> body);
 
 protected:
     explicit Backend(MemoryBudgets budgets) : budgets_(std::move(budgets)) {}

@@ -18,6 +18,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device_context.h"
 #include "cuda/fft_plans.h"
+#include "cuda/graph_recording.h"
 #include "cuda/kernels.h"
 #include "cuda/upload_ring.h"
 
@@ -74,6 +75,10 @@ public:
     int device_index() const override { return ctx_->device(); }
     void release_cached_memory() noexcept override { ctx_->release_cached_blocks(); }
 
+    std::unique_ptr<Recording> record(std::function<void()> body) override {
+        return cuda::record_graph(ctx_, std::move(body));
+    }
+
     std::string describe() const override {
         const cudaDeviceProp& p = ctx_->props();
         return "cuda:" + std::to_string(ctx_->device()) + " " + p.name + " (sm_" + std::to_string(p.major) +
@@ -122,6 +127,7 @@ public:
     void download_part(const CArray& x, ComplexPart part, float* out) override {
         check_ours(x, "download_part", "x");
         if (x.size() == 0) return;
+        ctx_->refuse_while_recording("download_part");
         DeviceGuard g(ctx_->device());
         const size_t bytes = x.size() * sizeof(float);
         // The kernel writes the floats straight into page-locked host memory (mapped into the device's
@@ -137,6 +143,7 @@ public:
     }
 
     void synchronize() override {
+        ctx_->refuse_while_recording("synchronize");
         DeviceGuard g(ctx_->device());
         LARMOR_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()), "synchronize on " + describe());
     }
@@ -181,6 +188,7 @@ public:
 
     std::unique_ptr<PendingRead> read_async(const CArray& a) override {
         check_ours(a, "read_async", "a");
+        ctx_->refuse_while_recording("read_async");
         DeviceGuard g(ctx_->device());
         const std::string what = "read_async of " + a.shape().str();
         auto read = std::make_unique<EventRead>(downloads_->take(std::max<size_t>(a.bytes(), 8), what), a.size(),
@@ -196,6 +204,7 @@ public:
         check_ours(dst, "upload_rows", "dst");
         detail::check_rows(dst, row_len, rows, dst_offset, dst_pitch, "upload_rows");
         if (rows == 0 || row_len == 0) return;
+        ctx_->refuse_while_recording("upload_rows");
         // On the compute stream: ordered after the buffer's zeroing and before the reconstruction
         // that follows the trigger. Staged through page-locked slots (cuda/upload_ring.h); a copy too
         // large for a slot goes straight from pageable memory, staged by the driver.
@@ -362,6 +371,7 @@ private:
             check_ours(a, "to_device", "a");
             return a;
         }
+        ctx_->refuse_while_recording("to_device");
         DeviceGuard g(ctx_->device());
         const std::string ctx = "upload of " + a.shape().str();
         // Allocated and filled on the upload stream so the copy overlaps kernels already queued; the
@@ -381,6 +391,7 @@ private:
     Array<T> download(const Array<T>& a) {
         if (a.device() == Device::Cpu) return a;
         check_ours(a, "to_host", "a");
+        ctx_->refuse_while_recording("to_host");
         DeviceGuard g(ctx_->device());
         const std::string ctx = "download of " + a.shape().str();
         // Into page-locked memory from the backend's cache (not zeroed: the copy overwrites it); the
@@ -401,6 +412,8 @@ private:
         detail::check_copy_sizes(src.size(), dst.size(), src.shape(), dst.shape());
         if (same_view(src, dst) || src.size() == 0) return;
         detail::check_disjoint(dst, "dst", src, "src", "copy");
+        // A host end may be pageable and makes the copy wait; either way not for a graph.
+        if (src.device() == Device::Cpu || dst.device() == Device::Cpu) ctx_->refuse_while_recording("a host copy");
         DeviceGuard g(ctx_->device());
         const std::string what = "copy of " + src.shape().str();
         LARMOR_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, ctx_->stream()), what);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/fault_injection.h"
+#include "core/recording.h"
 #include "cuda/cuda_check.h"
 #include "cuda/pinned_pool.h"
 
@@ -64,6 +65,9 @@ public:
     DeviceStorage(std::shared_ptr<DeviceContext> ctx, size_t bytes, const std::string& what, cudaStream_t stream)
         : ctx_(std::move(ctx)), bytes_(bytes) {
         if (bytes_ == 0) return;
+        // A graph would keep using a block this session may free or reuse once the capture ends.
+        if (ctx_->recording_here())
+            throw RecordingRefused("allocating " + std::to_string(bytes_) + " bytes for " + what + " inside a recording");
         // Only blocks for the compute stream come from the session's cache: an upload-stream block
         // must not be one that queued compute work may still read.
         if (!stream || stream == ctx_->stream()) ptr_ = ctx_->take_block(bytes_);
@@ -114,6 +118,7 @@ public:
     PinnedStorage(const std::shared_ptr<DeviceContext>& ctx, size_t bytes, const std::string& what)
         : charge_(ctx->budgets().host, bytes, what), bytes_(bytes) {
         if (bytes_ == 0) return;
+        if (ctx->recording_here()) throw RecordingRefused("page-locked " + what + " inside a recording");
         ptr_ = alloc_pinned(ctx->device(), bytes_, what);
         std::memset(ptr_, 0, bytes_);
     }
@@ -267,10 +272,49 @@ void DeviceContext::release_cached_blocks() noexcept {
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
 }
 
+void DeviceContext::begin_recording() {
+    if (recording_here()) throw RecordingRefused("a recording inside a recording");
+    recording_mutex_.lock();
+    try {
+        DeviceGuard guard(device_);
+        if (!capture_)
+            LARMOR_CUDA_CHECK(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking),
+                              "capture stream on device " + std::to_string(device_));
+        // Thread-local mode: only this thread's unsafe calls (cudaMalloc, synchronous copies) break
+        // the capture; the session's other threads and other sessions carry on.
+        LARMOR_CUDA_CHECK(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal),
+                          "recording on device " + std::to_string(device_));
+    } catch (...) {
+        recording_mutex_.unlock();
+        throw;
+    }
+    recording_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+}
+
+cudaGraph_t DeviceContext::end_recording() noexcept {
+    recording_thread_.store(std::thread::id(), std::memory_order_relaxed);
+    cudaGraph_t graph = nullptr;
+    {
+        DeviceGuard guard(device_);
+        if (cudaStreamEndCapture(capture_, &graph) != cudaSuccess) {
+            cudaGetLastError();
+            if (graph) cudaGraphDestroy(graph);
+            graph = nullptr;
+        }
+    }
+    recording_mutex_.unlock();
+    return graph;
+}
+
+void DeviceContext::refuse_while_recording(const char* what) const {
+    if (recording_here()) throw RecordingRefused(std::string(what) + " inside a recording");
+}
+
 DeviceContext::~DeviceContext() {
     DeviceGuard guard(device_);
     release_cached_blocks();
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
+    if (capture_ && cudaStreamDestroy(capture_) != cudaSuccess) cudaGetLastError();
     if (upload_ && cudaStreamDestroy(upload_) != cudaSuccess) cudaGetLastError();
     if (cudaStreamDestroy(stream_) != cudaSuccess) cudaGetLastError();
 }

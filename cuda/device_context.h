@@ -7,8 +7,10 @@
 // host memory is charged to its host budget.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,13 @@ public:
 
     int device() const { return device_; }
     const MemoryBudgets& budgets() const { return budgets_; }
-    cudaStream_t stream() const { return stream_; }
+    // The compute stream; on the thread that is recording (Backend::record), the capture stream, so
+    // the work that thread queues is captured while the session's other threads go on queuing theirs.
+    cudaStream_t stream() const {
+        return recording_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id() ? capture_ : stream_;
+    }
+    // The real compute stream, whichever thread asks (replays are launched here).
+    cudaStream_t compute_stream() const { return stream_; }
     cudaStream_t upload_stream() const { return upload_; }
     const cudaDeviceProp& props() const { return props_; }
     // cuFFT plans must not be used from two host threads at once; a session's gadget threads share
@@ -69,6 +77,17 @@ public:
     void charge_device(size_t bytes, const std::string& what);
     void uncharge_device(size_t bytes) noexcept;
 
+    // Recording: begin_recording() makes the calling thread's stream() the capture stream, in
+    // capture (thread-local mode, so other threads' allocations are not disturbed), and holds off
+    // other recordings; end_recording() ends the capture and returns its graph (nullptr when the
+    // capture failed), restoring stream(). recording_here(): the calling thread is recording, so an
+    // allocation, a wait or a read back must refuse (core/recording.h RecordingRefused).
+    void begin_recording();
+    cudaGraph_t end_recording() noexcept;
+    bool recording_here() const { return recording_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
+    // Throws RecordingRefused naming `what` when the calling thread is recording.
+    void refuse_while_recording(const char* what) const;
+
 private:
     void free_block(void* p, size_t bytes) noexcept;
 
@@ -78,6 +97,9 @@ private:
     cudaStream_t stream_ = nullptr;
     cudaStream_t upload_ = nullptr;
     std::mutex library_mutex_;
+    std::mutex recording_mutex_;  // one recording at a time per session
+    cudaStream_t capture_ = nullptr;  // created at the first recording
+    std::atomic<std::thread::id> recording_thread_{};
     BlockList blocks_{kCachedPerSize, kCachedBytes};
 };
 

@@ -9,13 +9,15 @@
 //   A': after the second exchange, thread n2 transforms back over k1 and holds v[n2 + N2 n1] again:
 //      exactly the samples it started with, so it multiplies by the conjugate map it already holds and
 //      accumulates over its coils without another exchange.
-// Blocks of T columns x N2 threads; the coils are dealt to the G blocks of a thread-block cluster
-// (Hopper, sm_90), which then sum their partial columns through distributed shared memory, rank by rank
+// Blocks of T columns x N2 threads; the coils are dealt to the G blocks (up to 16) of a thread-block
+// cluster (Hopper, sm_90), which then sum their partial columns through distributed shared memory, rank by rank
 // in a fixed order, add lambda x and write the result: one launch, no partial images in global memory,
 // and the same bits on every run.
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "core/linops/sense_normal_kernels.h"
@@ -28,8 +30,14 @@ namespace cg = cooperative_groups;
 namespace larmor::cuda {
 namespace {
 
-constexpr int kColumns = 8;     // T: 8 columns = 64-byte row segments per load
-constexpr int kMaxCluster = 8;  // the portable cluster size
+constexpr int kColumns = 8;          // T: 8 columns = 64-byte row segments per load
+constexpr int kPortableCluster = 8;  // the cluster size every sm_90 device schedules
+constexpr int kMaxCluster = 16;      // Hopper's non-portable limit, used where the device can place it
+// Padding (in float2) after each k1 row of the exchange. Phase B's warps hold four k1 rows at one
+// (n2, column); rows N2 * T = 64 or 128 float2 apart all start on the same bank, a 4-way conflict.
+// Eight more float2 per row put rows k1 and k1 + 1 half a bank cycle apart: 2 wavefronts, the least
+// a warp's 256 bytes need.
+constexpr int kRowPad = 8;
 
 // exp(-2 pi i j / 32), j < 16: every twiddle of a register DFT of up to 32 points.
 __constant__ float2 c_w32[16] = {
@@ -114,7 +122,8 @@ __global__ void __launch_bounds__(kColumns * N2)
     constexpr int E1 = N1 * N2, T = kColumns, kJobs = N1 / N2, kBits1 = log2_of(N1), kBits2 = log2_of(N2);
     static_assert(N1 % N2 == 0 && N1 <= 32, "N1 a multiple of N2, at most 32 points in registers");
     __shared__ float2 twiddle[E1];     // W_E1^j
-    __shared__ float2 exchange[E1 * T];  // [k1][n2][column], then the partial column sums [y][column]
+    constexpr int kRow = N2 * T + kRowPad;  // float2 per k1 row of the exchange
+    __shared__ float2 exchange[N1 * kRow];  // [k1][n2][column] (padded rows), then the partial column sums [y][column]
     const cg::cluster_group cluster = cg::this_cluster();
     const int rank = int(cluster.block_rank()), ranks = int(cluster.num_blocks());
     const int col = threadIdx.x % T, q = threadIdx.x / T;
@@ -146,7 +155,7 @@ __global__ void __launch_bounds__(kColumns * N2)
 #pragma unroll
         for (int i = 0; i < N1; ++i) {
             const int k1 = bit_reverse(i, kBits1);
-            exchange[(k1 * N2 + q) * T + col] = cmul(v[i], twiddle[q * k1]);
+            exchange[k1 * kRow + q * T + col] = cmul(v[i], twiddle[q * k1]);
         }
         __syncthreads();
         // B: over n2 for each owned k1 (b[i] = X[k1 + N1 rev(i)]), mask, back over k2 (bit-reversed in,
@@ -156,7 +165,7 @@ __global__ void __launch_bounds__(kColumns * N2)
             const int k1 = q + N2 * j;
             float2 b[N2];
 #pragma unroll
-            for (int n2 = 0; n2 < N2; ++n2) b[n2] = exchange[(k1 * N2 + n2) * T + col];
+            for (int n2 = 0; n2 < N2; ++n2) b[n2] = exchange[k1 * kRow + n2 * T + col];
             dft_dif<N2, false>(b);
 #pragma unroll
             for (int i = 0; i < N2; ++i) {
@@ -165,12 +174,12 @@ __global__ void __launch_bounds__(kColumns * N2)
             }
             dft_dit<N2, true>(b);
 #pragma unroll
-            for (int n2 = 0; n2 < N2; ++n2) exchange[(k1 * N2 + n2) * T + col] = cmulc(twiddle[n2 * k1], b[n2]);
+            for (int n2 = 0; n2 < N2; ++n2) exchange[k1 * kRow + n2 * T + col] = cmulc(twiddle[n2 * k1], b[n2]);
         }
         __syncthreads();
         // A': back over k1, read in bit-reversed order; the thread holds v[q + N2 n1] again.
 #pragma unroll
-        for (int i = 0; i < N1; ++i) v[i] = exchange[(bit_reverse(i, kBits1) * N2 + q) * T + col];
+        for (int i = 0; i < N1; ++i) v[i] = exchange[bit_reverse(i, kBits1) * kRow + q * T + col];
         __syncthreads();  // the next coil's exchange overwrites these
         dft_dit<N1, true>(v);
 #pragma unroll
@@ -203,10 +212,43 @@ __global__ void __launch_bounds__(kColumns * N2)
     cluster.sync();  // no block leaves while another still reads its shared memory
 }
 
+// Blocks per cluster for `coils`: one coil per block up to the portable 8; beyond it up to 16 (more
+// coils in flight: the kernel is latency-bound, bench/FLOORS-cg-sense.md) where the device can
+// co-schedule a cluster of 16 of these blocks, asked once per device.
+template <int N1, int N2>
+int cluster_ranks(int coils, int device) {
+    if (coils <= kPortableCluster) return coils;
+    static std::mutex m;
+    static std::map<int, int> widest;  // device -> 16 or 8
+    std::lock_guard<std::mutex> lock(m);
+    auto it = widest.find(device);
+    if (it == widest.end()) {
+        int w = kPortableCluster;
+        const auto kernel = sense_normal_kernel<N1, N2>;
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(1, unsigned(kMaxCluster), 1);
+            cfg.blockDim = dim3(unsigned(kColumns * N2), 1, 1);
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = 1;
+            attr[0].val.clusterDim.y = unsigned(kMaxCluster);
+            attr[0].val.clusterDim.z = 1;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            int clusters = 0;
+            if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0) w = kMaxCluster;
+        }
+        cudaGetLastError();  // a refusal above only means the portable size
+        it = widest.emplace(device, w).first;
+    }
+    return std::min(coils, it->second);
+}
+
 template <int N1, int N2>
 void launch(Backend& be, const float2* maps, const float* mask, const float2* x, float2* out, int ro, int coils,
             float lambda) {
-    const int ranks = std::min(coils, kMaxCluster);
+    const int ranks = cluster_ranks<N1, N2>(coils, backend_device(be));
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned((ro + kColumns - 1) / kColumns), unsigned(ranks), 1);
     cfg.blockDim = dim3(unsigned(kColumns * N2), 1, 1);
@@ -221,7 +263,8 @@ void launch(Backend& be, const float2* maps, const float* mask, const float2* x,
     cfg.numAttrs = 1;
     LARMOR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sense_normal_kernel<N1, N2>, maps, mask, x, out, ro, coils, lambda),
                       "sense_normal_kernel<" + std::to_string(N1) + ", " + std::to_string(N2) + ">, " +
-                          std::to_string(ro) + " columns x " + std::to_string(coils) + " coils");
+                          std::to_string(ro) + " columns x " + std::to_string(coils) + " coils in clusters of " +
+                          std::to_string(ranks));
 }
 
 }  // namespace

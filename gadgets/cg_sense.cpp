@@ -228,10 +228,12 @@ public:
         cp.maps = map_method;
         cp.acceleration = coils::grappa_lattice(rb.data.sampled, e1, e2).str();
         record_calibration_provenance(img.meta, cp);
+        const std::string replay = p.solver->recorded() ? std::string("replayed as one CUDA graph")
+                                                        : "queued call by call: " + p.solver->why_not_recorded();
         spdlog::info("[{}] CgSense: {} -> {} in {} iterations, residual {:.3e}, calibration {}, maps {}, normal "
-                     "operator {}, {:.1f} ms",
+                     "operator {}, iterations {}, {:.1f} ms",
                      session_, shape.str(), img.data.shape().str(), cg.iteration(), cg.residual(), region.str(),
-                     map_method, p.normal, milliseconds_since(t0));
+                     map_method, p.normal, replay, milliseconds_since(t0));
         emit_checked(std::move(img), cg, deadline_hit, out);
     }
 

@@ -69,8 +69,10 @@ double relative_l2(const std::vector<test::cdouble>& a, const std::vector<test::
 class SenseNormal : public test::BackendTest {};
 
 TEST_P(SenseNormal, EqualsTheComposedOperator) {
-    // 8 columns per CUDA block: 37 and 100 leave a partial block; 3 coils < the cluster's 8, 12 > it.
-    for (const Case c : {Case{256, 256, 8}, Case{100, 64, 1}, Case{37, 128, 12}, Case{64, 256, 3}}) {
+    // 8 columns per CUDA block: 37 and 100 leave a partial block; 3 coils < the portable cluster's 8,
+    // 12 > it; 17 and 32 coils > 16, the widest cluster (blocks with two coils, one with one more).
+    for (const Case c : {Case{256, 256, 8}, Case{100, 64, 1}, Case{37, 128, 12}, Case{64, 256, 3}, Case{24, 64, 17},
+                         Case{40, 256, 32}}) {
         SCOPED_TRACE("RO " + std::to_string(c.ro) + ", E1 " + std::to_string(c.e1) + ", " + std::to_string(c.coils) +
                      " coils");
         const CArray maps = random_maps(c, 3);
@@ -147,6 +149,11 @@ TEST_P(SenseNormal, CgSenseImageEqualsTheComposedSolvers) {
     EXPECT_EQ(composed.normal, "composed (asked for)");
     while (!fused.solver->done()) fused.solver->update();
     while (!composed.solver->done()) composed.solver->update();
+    // Both replay their iterations from a recording on CUDA (cuFFT inside the composed one's graph).
+    if (be->device() == Device::Cuda) {
+        EXPECT_TRUE(fused.solver->recorded()) << fused.solver->why_not_recorded();
+        EXPECT_TRUE(composed.solver->recorded()) << composed.solver->why_not_recorded();
+    }
     EXPECT_LT(relative_l2(test::download(*be, fused.image), test::download(*be, composed.image)), 1e-5);
     ASSERT_EQ(fused.solver->residuals().size(), composed.solver->residuals().size());
     for (size_t k = 0; k < fused.solver->residuals().size(); ++k)

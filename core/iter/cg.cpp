@@ -73,21 +73,36 @@ void ConjugateGradient::absorb(double rr) const {
     if (rr == 0.0 || (opt_.tolerance > 0.0 && residuals_.back() <= opt_.tolerance)) converged_ = true;
 }
 
-void ConjugateGradient::update() {
-    if (done()) return;
+void ConjugateGradient::iterate() {
     n_->forward(p_, np_);
     be_.dot(p_, np_, pnp_);
     // alpha = rr / <p, N p>; x += alpha p; r -= alpha N p; ||r||^2: one pass (Backend::cg_step).
     be_.cg_step(Coef::ratio(1.f, rr_, pnp_), p_, np_, x_, r_, rr_new_);
     // beta = rr_new / rr; p = r + beta p.
     be_.xpay(Coef::ratio(1.f, rr_new_, rr_), r_, p_);
-    std::swap(rr_, rr_new_);
+    be_.copy(rr_new_, rr_);  // a copy, not a swap of the views: a recording needs the same arrays each time
+}
+
+void ConjugateGradient::update() {
+    if (done()) return;
+    if (step_) {
+        step_->replay();
+    } else {
+        iterate();
+        if (opt_.record && iteration_ + 1 < opt_.max_iterations) step_ = be_.record([this] { iterate(); });
+    }
     ++iteration_;
     // This iteration's ||r||^2 starts towards the host; the previous one's is awaited only now, with
     // this iteration already queued behind it.
     auto read = be_.read_async(rr_);
     if (pending_) absorb(double(pending_->wait()[0].real()));
     pending_ = std::move(read);
+}
+
+std::string ConjugateGradient::why_not_recorded() const {
+    if (!opt_.record) return "recording is off";
+    if (!step_) return "not recorded yet (the first iteration runs directly)";
+    return step_->why_not_captured();
 }
 
 const std::vector<double>& ConjugateGradient::residuals() const {

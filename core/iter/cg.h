@@ -9,7 +9,12 @@
 // after queuing iteration k+1, so the device never idles while the host decides whether to go on.
 // The price: the tolerance test sees the residual one iteration late, so the solver may run one
 // iteration past it (a better x, never a worse one).
+// From the second iteration on, an iteration is replayed from a recording (Backend::record): the
+// same arrays every time, so on CUDA one graph launch queues it in place of five or more launches,
+// whose host time otherwise bounds a short iteration. The first iteration runs directly, so the
+// operator's scratch arrays exist before the recording (which may not allocate).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/iter/alg.h"
@@ -21,6 +26,8 @@ struct CGOptions {
     int max_iterations = 30;
     // Stop once ||r_k|| / ||b|| <= tolerance (0: run max_iterations).
     double tolerance = 0.0;
+    // Replay iterations from a recording (above); off: queue each operation every iteration.
+    bool record = true;
 };
 
 class ConjugateGradient final : public Alg {
@@ -37,8 +44,16 @@ public:
     const std::vector<double>& residuals() const;
     double residual() const { return residuals().back(); }
     const CArray& x() const { return x_; }
+    // Whether iterations replay a captured recording (a CUDA graph), and if not, why.
+    bool recorded() const { return step_ && step_->captured(); }
+    std::string why_not_recorded() const;
+
+    ConjugateGradient(const ConjugateGradient&) = delete;  // the recording holds `this`
+    ConjugateGradient& operator=(const ConjugateGradient&) = delete;
 
 private:
+    // Queues one iteration on the solver's fixed arrays (the recorded body).
+    void iterate();
     // Records a residual read and applies the stopping rule.
     void absorb(double rr) const;
 
@@ -48,6 +63,7 @@ private:
     CArray x_, r_, p_, np_;
     CArray scalars_;                 // [rr, rr_new, pNp, bb] on the device
     CArray rr_, rr_new_, pnp_, bb_;  // views of scalars_
+    std::unique_ptr<Recording> step_;  // iterate(), recorded after the first iteration
     double b_norm2_ = 0.0;
     int iteration_ = 0;
     // Residuals arrive late (see above): the pending read of the latest iteration, and what is known.
