@@ -212,6 +212,24 @@ __global__ void __launch_bounds__(kColumns * N2)
     cluster.sync();  // no block leaves while another still reads its shared memory
 }
 
+// The launch of `column_blocks` x `ranks` blocks in clusters of `ranks` along y; `attr` holds the
+// cluster attribute cfg points at, so it must live as long as cfg.
+cudaLaunchConfig_t cluster_config(int column_blocks, int ranks, int threads, cudaStream_t stream,
+                                  cudaLaunchAttribute (&attr)[1]) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(column_blocks), unsigned(ranks), 1);
+    cfg.blockDim = dim3(unsigned(threads), 1, 1);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = unsigned(ranks);
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 // Blocks per cluster for `coils`: one coil per block up to the portable 8; beyond it up to 16 (more
 // coils in flight: the kernel is latency-bound, bench/FLOORS-cg-sense.md) where the device can
 // co-schedule a cluster of 16 of these blocks, asked once per device.
@@ -226,16 +244,8 @@ int cluster_ranks(int coils, int device) {
         int w = kPortableCluster;
         const auto kernel = sense_normal_kernel<N1, N2>;
         if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(1, unsigned(kMaxCluster), 1);
-            cfg.blockDim = dim3(unsigned(kColumns * N2), 1, 1);
             cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = 1;
-            attr[0].val.clusterDim.y = unsigned(kMaxCluster);
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
+            const cudaLaunchConfig_t cfg = cluster_config(1, kMaxCluster, kColumns * N2, nullptr, attr);
             int clusters = 0;
             if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0) w = kMaxCluster;
         }
@@ -249,18 +259,9 @@ template <int N1, int N2>
 void launch(Backend& be, const float2* maps, const float* mask, const float2* x, float2* out, int ro, int coils,
             float lambda) {
     const int ranks = cluster_ranks<N1, N2>(coils, backend_device(be));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned((ro + kColumns - 1) / kColumns), unsigned(ranks), 1);
-    cfg.blockDim = dim3(unsigned(kColumns * N2), 1, 1);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = backend_stream(be);
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = unsigned(ranks);
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg =
+        cluster_config((ro + kColumns - 1) / kColumns, ranks, kColumns * N2, backend_stream(be), attr);
     LARMOR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sense_normal_kernel<N1, N2>, maps, mask, x, out, ro, coils, lambda),
                       "sense_normal_kernel<" + std::to_string(N1) + ", " + std::to_string(N2) + ">, " +
                           std::to_string(ro) + " columns x " + std::to_string(coils) + " coils in clusters of " +
