@@ -280,7 +280,8 @@ void run_gridding_gpu(benchmark::State& state) {
 
 // One stage of the NUFFT alone, on the operator's own grid and points (core/linops/nufft_kernels.h):
 // where the time of a forward (pad, FFT, interp) or an adjoint (spread, inverse FFT, crop) goes.
-enum class Stage { Pad, FftForward, Interp, Spread, FftInverse, Crop };
+// FftFull*: the unpruned plan (no image given) beside the operator's, which prunes in 3D.
+enum class Stage { Pad, FftForward, Interp, Spread, FftInverse, Crop, FftFullForward, FftFullInverse };
 const char* stage_name(Stage s) {
     switch (s) {
         case Stage::Pad: return "pad (deapodise + zero-pad)";
@@ -289,6 +290,8 @@ const char* stage_name(Stage s) {
         case Stage::Spread: return "spread";
         case Stage::FftInverse: return "grid FFT inverse";
         case Stage::Crop: return "crop (+ deapodise)";
+        case Stage::FftFullForward: return "grid FFT forward, unpruned";
+        case Stage::FftFullInverse: return "grid FFT inverse, unpruned";
     }
     return "?";
 }
@@ -315,7 +318,8 @@ void run_stage_gpu(benchmark::State& state) {
         uh.data()[i] = float(u < 0 ? u + n : u);
     }
     auto points = larmor::cuda::nufft_bin_points(*be, g, be->to_device(uh));
-    auto fft = larmor::cuda::nufft_grid_fft(*be, g);
+    auto fft = larmor::cuda::nufft_grid_fft(*be, g, c.image);
+    auto full = larmor::cuda::nufft_grid_fft(*be, g, Shape{});
     RArray wh = be->host_real(c.image);
     for (size_t i = 0; i < wh.size(); ++i) wh.data()[i] = 1.f + float(i % 5) * 0.1f;
     const RArray w = be->to_device(wh);
@@ -330,10 +334,12 @@ void run_stage_gpu(benchmark::State& state) {
     auto call = [&] {
         switch (stage) {
             case Stage::Pad: larmor::cuda::nufft_pad(*be, g, c.image, w, x, grid); break;
-            case Stage::FftForward: fft->execute(grid, larmor::FFTDirection::Forward); break;
+            case Stage::FftForward: fft->from_image(grid, larmor::FFTDirection::Forward); break;
+            case Stage::FftFullForward: full->from_image(grid, larmor::FFTDirection::Forward); break;
+            case Stage::FftFullInverse: full->to_image(grid, larmor::FFTDirection::Inverse); break;
             case Stage::Interp: larmor::cuda::nufft_interp(*be, g, *points, grid, y); break;
             case Stage::Spread: larmor::cuda::nufft_spread(*be, g, *points, y, grid); break;
-            case Stage::FftInverse: fft->execute(grid, larmor::FFTDirection::Inverse); break;
+            case Stage::FftInverse: fft->to_image(grid, larmor::FFTDirection::Inverse); break;
             case Stage::Crop: larmor::cuda::nufft_crop(*be, g, c.image, w, grid, x); break;
         }
     };
@@ -383,7 +389,7 @@ BENCHMARK(BM_NufftForwardGpu)->Apply(cases)->Unit(benchmark::kMicrosecond)->UseM
 BENCHMARK(BM_NufftSetPointsGpu)->Apply(point_cases)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_NufftCreateGpu)->ArgsProduct({{1, 2}, {0, 1}})->ArgNames({"case", "cached"})->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_NufftStagesGpu)
-    ->ArgsProduct({{4, 5}, {3, 5}, {0, 1, 2, 3, 4, 5}})
+    ->ArgsProduct({{4, 5}, {3, 5}, {0, 1, 2, 3, 4, 5, 6, 7}})
     ->ArgNames({"case", "tol_exp", "stage"})
     ->Unit(benchmark::kMicrosecond)
     ->UseManualTime();

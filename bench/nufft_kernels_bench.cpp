@@ -11,7 +11,8 @@
 // Widths 4 (~1e-3) and 7 (~1e-5), beta = 2.30 width (sigma 2). cuFINUFFT's figures include the FFT
 // and deapodisation, so the kernels here must come in below them by the FFT's time (bench/fft_bench:
 // 512^2 x 32 and 256^3 x 8 batched transforms). Spread runs with the automatic method choice and with
-// each method forced (Args' third value: 0 auto, 1 shared-memory tiles, 2 GM-sort).
+// each method forced (Args' third value: 0 auto, 1 shared-memory tiles, 2 GM-sort, 3 owned planes,
+// the atomic-free 3D tile of cuda/nufft_spread_planes.cu, also at width 5 where 1e-3 lands).
 // bench/FLOORS-nufft.md gives the work per point and the bounds to read these numbers against.
 //
 // GPU timing: CUDA events around kBatch back-to-back calls on the backend's stream after a warm-up,
@@ -187,7 +188,9 @@ void run_gpu(benchmark::State& state, Op op) {
     std::string label = s.p.name;
     if (op == Op::Spread) {
         const auto used = method == larmor::cuda::SpreadMethod::Auto ? larmor::cuda::nufft_spread_choice(g, *s.points) : method;
-        label += used == larmor::cuda::SpreadMethod::SharedTiles ? ", shared tiles" : ", GM-sort";
+        label += used == larmor::cuda::SpreadMethod::SharedTiles   ? ", shared tiles"
+                 : used == larmor::cuda::SpreadMethod::OwnedPlanes ? ", owned planes"
+                                                                   : ", GM-sort";
         if (method == larmor::cuda::SpreadMethod::Auto) label += " (auto)";
     }
     if (op == Op::Interp) {
@@ -236,9 +239,15 @@ void spread_cases(benchmark::internal::Benchmark* b) {
         for (int w : {4, 7})
             for (int m : {0, 1, 2}) b->Args({c, w, m});
 }
+// Spreading also with the owned planes (3D only): {case, width, 3}.
+void spread_all_cases(benchmark::internal::Benchmark* b) {
+    spread_cases(b);
+    for (int w : {4, 5, 7}) b->Args({2, w, 3});
+    b->Args({2, 5, 1});
+}
 
 BENCHMARK(BM_NufftBinPoints)->Apply(cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_NufftSpread)->Apply(spread_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NufftSpread)->Apply(spread_all_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NufftInterp)->Apply(spread_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

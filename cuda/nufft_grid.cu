@@ -131,7 +131,11 @@ public:
     CufftGridFft(const CufftGridFft&) = delete;
     CufftGridFft& operator=(const CufftGridFft&) = delete;
 
-    void execute(CArray& grid, FFTDirection dir) override {
+    void from_image(CArray& grid, FFTDirection dir) override { execute(grid, dir); }
+    void to_image(CArray& grid, FFTDirection dir) override { execute(grid, dir); }
+
+private:
+    void execute(CArray& grid, FFTDirection dir) {
         if (static_cast<long long>(grid.size()) != size_ || grid.device() != Device::Cuda)
             throw std::invalid_argument("cuda::nufft_grid_fft: grid " + grid.shape().str() + " on " +
                                         device_name(grid.device()) + ", the plan is for " + ctx_);
@@ -142,11 +146,112 @@ public:
                            ctx_);
     }
 
-private:
     Backend& be_;
     long long size_;
     cufftHandle h_ = 0;
     std::string ctx_;
+};
+
+// One cuFFT handle, planned without a work area of its own (the owner gives it one).
+class CufftHandle {
+public:
+    CufftHandle(int rank, int* n, int* embed, int stride, int dist, int batch, const std::string& ctx) {
+        LARMOR_CUFFT_CHECK(cufft_library().create(&h_), ctx);
+        cufftResult r = cufft_library().set_auto_allocation(h_, 0);
+        if (r == CUFFT_SUCCESS)
+            r = cufft_library().make_plan_many(h_, rank, n, embed, stride, dist, embed, stride, dist, CUFFT_C2C, batch, &work_);
+        if (r != CUFFT_SUCCESS) {
+            cufft_library().destroy(h_);
+            throw_cufft("cufftMakePlanMany", r, ctx);
+        }
+    }
+    ~CufftHandle() { cufft_library().destroy(h_); }
+    CufftHandle(const CufftHandle&) = delete;
+    CufftHandle& operator=(const CufftHandle&) = delete;
+
+    size_t work() const { return work_; }
+    cufftHandle get() const { return h_; }
+
+private:
+    cufftHandle h_ = 0;
+    size_t work_ = 0;
+};
+
+// The 3D grid's DFT as the NUFFT uses it, pruned along z. The image's footprint along z is two runs of
+// planes ([0, h1) and [n2 - h2, n2), pad's layout); outside them a padded grid is zero and crop reads
+// nothing. So the forward's 2D (x, y) transforms run on the footprint's planes only, before the 1D
+// transforms along z; the adjoint's run after the z transforms, again on those planes only. With the
+// default oversampling of 2 that halves the 2D part: about 1.5 passes over the grid of the 2.5 a full
+// 3D transform takes (bench/FLOORS-fft.md). The z transforms are strided (stride n0 n1, one per
+// column); plans go per transform of the batch, each grid a separate call (24 calls for 8 coils).
+// All plans share one work area, allocated through (and charged to) the backend.
+class CufftPrunedGridFft final : public NufftGridFft {
+public:
+    CufftPrunedGridFft(Backend& be, const NufftGrid& g, long long image_z) : be_(be), g_(g) {
+        DeviceGuard guard(backend_device(be));
+        h1_ = static_cast<int>(image_z - image_z / 2);
+        h2_ = static_cast<int>(image_z / 2);
+        ctx_ = "NUFFT grid FFT of " + std::to_string(g.n[0]) + "x" + std::to_string(g.n[1]) + "x" + std::to_string(g.n[2]) +
+               ", batch " + std::to_string(g.batch) + ", pruned to " + std::to_string(image_z) + " planes";
+        const int plane = static_cast<int>(g.n[0] * g.n[1]);
+        int nxy[2] = {static_cast<int>(g.n[1]), static_cast<int>(g.n[0])}, nz[1] = {static_cast<int>(g.n[2])};
+        columns_ = std::make_unique<CufftHandle>(1, nz, nz, plane, 1, plane, ctx_);
+        planes1_ = std::make_unique<CufftHandle>(2, nxy, nullptr, 1, plane, h1_, ctx_);
+        if (h2_ > 0 && h2_ != h1_) planes2_ = std::make_unique<CufftHandle>(2, nxy, nullptr, 1, plane, h2_, ctx_);
+        size_t work = std::max(columns_->work(), planes1_->work());
+        if (planes2_) work = std::max(work, planes2_->work());
+        if (work > 0) {
+            work_ = be.empty_real(Shape{(work + sizeof(float) - 1) / sizeof(float)});
+            for (CufftHandle* h : {columns_.get(), planes1_.get(), planes2_.get()})
+                if (h) LARMOR_CUFFT_CHECK(cufft_library().set_work_area(h->get(), work_.data()), ctx_);
+        }
+    }
+
+    void from_image(CArray& grid, FFTDirection dir) override {
+        cufftComplex* p = check(grid);
+        for (long long b = 0; b < g_.batch; ++b) {
+            cufftComplex* one = p + b * g_.grid_size();
+            footprint_planes(one, dir);
+            exec(*columns_, one, dir);
+        }
+    }
+
+    void to_image(CArray& grid, FFTDirection dir) override {
+        cufftComplex* p = check(grid);
+        for (long long b = 0; b < g_.batch; ++b) {
+            cufftComplex* one = p + b * g_.grid_size();
+            exec(*columns_, one, dir);
+            footprint_planes(one, dir);
+        }
+    }
+
+private:
+    cufftComplex* check(CArray& grid) {
+        if (static_cast<long long>(grid.size()) != g_.grid_size() * g_.batch || grid.device() != Device::Cuda)
+            throw std::invalid_argument("cuda::nufft_grid_fft: grid " + grid.shape().str() + " on " +
+                                        device_name(grid.device()) + ", the plan is for " + ctx_);
+        DeviceGuard guard(backend_device(be_));
+        const cudaStream_t stream = backend_stream(be_);
+        for (CufftHandle* h : {columns_.get(), planes1_.get(), planes2_.get()})
+            if (h) LARMOR_CUFFT_CHECK(cufft_library().set_stream(h->get(), stream), ctx_);
+        return reinterpret_cast<cufftComplex*>(grid.data());
+    }
+    void footprint_planes(cufftComplex* one, FFTDirection dir) {
+        exec(*planes1_, one, dir);
+        if (h2_ > 0) exec(planes2_ ? *planes2_ : *planes1_, one + (g_.n[2] - h2_) * g_.n[0] * g_.n[1], dir);
+    }
+    void exec(const CufftHandle& h, cufftComplex* p, FFTDirection dir) {
+        DeviceGuard guard(backend_device(be_));
+        LARMOR_CUFFT_CHECK(cufft_library().exec_c2c(h.get(), p, p, dir == FFTDirection::Forward ? CUFFT_FORWARD : CUFFT_INVERSE),
+                           ctx_);
+    }
+
+    Backend& be_;
+    NufftGrid g_;
+    int h1_ = 0, h2_ = 0;
+    std::string ctx_;
+    std::unique_ptr<CufftHandle> columns_, planes1_, planes2_;
+    RArray work_;
 };
 
 dim3 blocks_for(int x, long long rows) {
@@ -174,7 +279,10 @@ void nufft_crop(Backend& be, const NufftGrid& g, const Shape& image, const RArra
     LARMOR_CUDA_LAUNCH_CHECK("nufft crop_kernel", "image " + image.str() + ", grid " + grid.shape().str());
 }
 
-std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend& be, const NufftGrid& g) {
+std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend& be, const NufftGrid& g, const Shape& image) {
+    // Pruning pays where the footprint leaves planes out, and each grid fits cuFFT's 32-bit plans.
+    if (g.dims == 3 && image.rank() == 3 && static_cast<long long>(image[2]) < g.n[2] && g.grid_size() <= 0x7fffffffLL)
+        return std::make_unique<CufftPrunedGridFft>(be, g, static_cast<long long>(image[2]));
     return std::make_unique<CufftGridFft>(be, g);
 }
 

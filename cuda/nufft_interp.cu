@@ -20,6 +20,7 @@
 #include "cuda/launch_size.h"
 #include "cuda/nufft_device.cuh"
 #include "cuda/nufft_points.h"
+#include "cuda/nufft_tile.cuh"
 
 namespace larmor::cuda {
 namespace {
@@ -113,25 +114,19 @@ template <int D, int W>
 __global__ void __launch_bounds__(kTileThreads) interp_tiles_kernel(InterpArgs a) {
     constexpr int C = coils_per_pass<D, W>();
     extern __shared__ float2 tile[];
-    const int s = blockIdx.x;
-    if (s >= *a.sub_total) return;
-    const int bin = a.sub_bin[s], first = a.sub_first[s];
-    const int end = min(first + kSubproblemPoints, a.bin_start[bin + 1]);
+    const NufftTiling& t = a.t;
+    const SubProblem sp = sub_problem<D, W>(t, a.sub_total, a.sub_bin, a.sub_first, a.bin_start);
+    if (!sp.valid) return;
+    const int first = sp.first, end = sp.end, ox = sp.o[0], oy = sp.o[1], oz = sp.o[2];
     const int b0 = blockIdx.y * a.coils_per_block;
     const int nc = min(a.coils_per_block, a.batch - b0);
-    const NufftTiling& t = a.t;
-    // The tile's first grid point per axis, as in spreading (nufft_spread.cu): a point of the bin
-    // reads within [origin, origin + bin + W).
-    const int bx = bin % t.nbins[0], by = (bin / t.nbins[0]) % t.nbins[1], bz = bin / (t.nbins[0] * t.nbins[1]);
-    const int ox = bx * t.bin[0] - W / 2;
-    const int oy = D >= 2 ? by * t.bin[1] - W / 2 : 0;
-    const int oz = D >= 3 ? bz * t.bin[2] - W / 2 : 0;
     const int tx = t.tile[0], ty = t.tile[1], size = t.tile[0] * t.tile[1] * t.tile[2];
+    int* scratch = reinterpret_cast<int*>(tile + a.coils_per_block * size);
+    fill_tile_index(scratch, t, ox, oy, oz);
+    __syncthreads();
+    const TileIndex index(scratch, tx);
     for (int i = threadIdx.x; i < size; i += blockDim.x) {
-        const int ix = i % tx, r = i / tx, iy = r % ty, iz = r / ty;
-        const long long g = wrap_index(ox + ix, t.n[0]) +
-                            static_cast<long long>(t.n[0]) *
-                                (wrap_index(oy + iy, t.n[1]) + static_cast<long long>(t.n[1]) * wrap_index(oz + iz, t.n[2]));
+        const int g = index.grid_offset(i);
         for (int c = 0; c < nc; ++c) tile[c * size + i] = __ldg(a.grid + static_cast<long long>(b0 + c) * a.grid_size + g);
     }
     __syncthreads();
@@ -245,7 +240,7 @@ void nufft_interp_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
         if (groups > 65535)
             throw std::invalid_argument("cuda::nufft_interp: batch " + std::to_string(g.batch) + " needs " +
                                         std::to_string(groups) + " tile passes (at most 65535)");
-        const long long bytes = tile_bytes * args.coils_per_block;
+        const long long bytes = tile_bytes * args.coils_per_block + tile_index_ints(s.tiling) * static_cast<long long>(sizeof(int));
         auto kernel = interp_tiles_kernel<D, W>;
         if (bytes > 48 * 1024)
             LARMOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),

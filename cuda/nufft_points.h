@@ -72,8 +72,11 @@ void check_nufft_grid(const NufftGrid& g, const char* what);
 bool shared_tiles_pay_off(const NufftGrid& g, const NufftTiling& t);
 
 // How nufft_spread accumulates: per-bin shared-memory tiles ("SM") or one thread per sorted point
-// adding straight into global memory ("GM-sort"), Shih et al. sec. III-A/B. Auto picks by density.
-enum class SpreadMethod { Auto, SharedTiles, GlobalSorted };
+// adding straight into global memory ("GM-sort"), Shih et al. sec. III-A/B; OwnedPlanes is the shared
+// tile in 3D with each warp the only writer of its z-planes, so without shared atomics
+// (nufft_spread_planes.cu; widths up to 8). Auto picks by density, and OwnedPlanes over SharedTiles
+// where it applies.
+enum class SpreadMethod { Auto, SharedTiles, GlobalSorted, OwnedPlanes };
 // The method Auto resolves to for this grid and point set.
 SpreadMethod nufft_spread_choice(const NufftGrid& g, const NufftPointSet& p);
 // nufft_spread with an explicit method (tests and benchmarks compare both).

@@ -25,6 +25,7 @@
 #include "cuda/nufft_device.cuh"
 #include "cuda/nufft_points.h"
 #include "cuda/nufft_spread.cuh"
+#include "cuda/nufft_tile.cuh"
 
 namespace larmor::cuda {
 namespace {
@@ -34,20 +35,14 @@ constexpr int kTileThreads = 256;
 template <int D, int W>
 __global__ void __launch_bounds__(kTileThreads) spread_tiles_kernel(SpreadArgs a) {
     extern __shared__ float2 tile[];
-    const int s = blockIdx.x;
-    if (s >= *a.sub_total) return;
-    const int bin = a.sub_bin[s], first = a.sub_first[s];
-    const int end = min(first + kSubproblemPoints, a.bin_start[bin + 1]);
-    const int b = blockIdx.y;
     const NufftTiling& t = a.t;
-    // The tile's first grid point per axis: the bin's first minus floor(W/2). A point of the bin at u
-    // covers ceil(u - W/2) ... ceil(u - W/2) + W - 1, which lies in [origin, origin + bin + W).
-    const int bx = bin % t.nbins[0], by = (bin / t.nbins[0]) % t.nbins[1], bz = bin / (t.nbins[0] * t.nbins[1]);
-    const int ox = bx * t.bin[0] - W / 2;
-    const int oy = D >= 2 ? by * t.bin[1] - W / 2 : 0;
-    const int oz = D >= 3 ? bz * t.bin[2] - W / 2 : 0;
+    const SubProblem sp = sub_problem<D, W>(t, a.sub_total, a.sub_bin, a.sub_first, a.bin_start);
+    if (!sp.valid) return;
+    const int first = sp.first, end = sp.end, ox = sp.o[0], oy = sp.o[1], oz = sp.o[2];
+    const int b = blockIdx.y;
     const int tx = t.tile[0], ty = t.tile[1], size = t.tile[0] * t.tile[1] * t.tile[2];
     for (int i = threadIdx.x; i < size; i += blockDim.x) tile[i] = make_float2(0.f, 0.f);
+    fill_tile_index(reinterpret_cast<int*>(tile + size), t, ox, oy, oz);
     __syncthreads();
 
     const float2* in = a.samples + static_cast<long long>(b) * a.points;
@@ -78,14 +73,11 @@ __global__ void __launch_bounds__(kTileThreads) spread_tiles_kernel(SpreadArgs a
     __syncthreads();
 
     float2* out = a.grid + static_cast<long long>(b) * a.grid_size;
+    const TileIndex index(reinterpret_cast<const int*>(tile + size), tx);
     for (int i = threadIdx.x; i < size; i += blockDim.x) {
         const float2 v = tile[i];
         if (v.x == 0.f && v.y == 0.f) continue;  // parts of the tile no point reached
-        const int ix = i % tx, iy = (i / tx) % ty, iz = i / (tx * ty);
-        const long long g = wrap_index(ox + ix, t.n[0]) +
-                            static_cast<long long>(t.n[0]) *
-                                (wrap_index(oy + iy, t.n[1]) + static_cast<long long>(t.n[1]) * wrap_index(oz + iz, t.n[2]));
-        global_add(out + g, v);
+        global_add(out + index.grid_offset(i), v);
     }
 }
 
@@ -126,7 +118,8 @@ SpreadArgs spread_args(const NufftGrid& g, const CudaNufftPointSet& s, const CAr
 
 SpreadMethod nufft_spread_choice(const NufftGrid& g, const NufftPointSet& p) {
     const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_spread_choice");
-    return shared_tiles_pay_off(g, s.tiling) ? SpreadMethod::SharedTiles : SpreadMethod::GlobalSorted;
+    if (!shared_tiles_pay_off(g, s.tiling)) return SpreadMethod::GlobalSorted;
+    return spread_planes_applies(g.dims, g.width) ? SpreadMethod::OwnedPlanes : SpreadMethod::SharedTiles;
 }
 
 void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid,
@@ -140,7 +133,12 @@ void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
     if (g.points == 0) return;
     if (method == SpreadMethod::Auto) method = nufft_spread_choice(g, p);
     const SpreadArgs a = spread_args(g, s, samples, grid);
-    if (method == SpreadMethod::SharedTiles) {
+    if (method == SpreadMethod::OwnedPlanes) {
+        if (g.batch > 65535)
+            throw std::invalid_argument("cuda::nufft_spread: batch " + std::to_string(g.batch) + " exceeds 65535");
+        launch_spread_planes(a, g.width, s.max_subproblems, stream);
+        LARMOR_CUDA_LAUNCH_CHECK("nufft spread_planes_kernel", context);
+    } else if (method == SpreadMethod::SharedTiles) {
         const long long bytes = s.tiling.tile_size() * static_cast<long long>(sizeof(float2));
         if (bytes > kMaxTileBytes)
             throw std::invalid_argument("cuda::nufft_spread: a shared tile of " + std::to_string(bytes) +
@@ -148,14 +146,15 @@ void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
         if (g.batch > 65535)
             throw std::invalid_argument("cuda::nufft_spread: batch " + std::to_string(g.batch) + " exceeds 65535");
         const dim3 blocks(static_cast<unsigned>(s.max_subproblems), static_cast<unsigned>(g.batch));
+        const long long shared = bytes + tile_index_ints(s.tiling) * static_cast<long long>(sizeof(int));
         dispatch_dims_width(g.dims, g.width, [&](auto d, auto w) {
             auto kernel = spread_tiles_kernel<decltype(d)::value, decltype(w)::value>;
             // Tiles above the default 48 KiB need the opt-in (H100: up to 227 KiB per block).
-            if (bytes > 48 * 1024)
+            if (shared > 48 * 1024)
                 LARMOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       static_cast<int>(bytes)),
+                                                       static_cast<int>(shared)),
                                   context);
-            kernel<<<blocks, kTileThreads, static_cast<size_t>(bytes), stream>>>(a);
+            kernel<<<blocks, kTileThreads, static_cast<size_t>(shared), stream>>>(a);
         });
         LARMOR_CUDA_LAUNCH_CHECK("nufft spread_tiles_kernel", context);
     } else {

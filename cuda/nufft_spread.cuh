@@ -34,6 +34,12 @@ __device__ __forceinline__ void global_add(float2* p, float2 v) {
 #endif
 }
 
+// Whether the owned-planes spreader (nufft_spread_planes.cu) takes this grid: 3D, width 2..8.
+bool spread_planes_applies(int dims, int width);
+// Queues it on `stream` (grid already cleared), one block per (sub-problem, transform); throws
+// std::invalid_argument where it does not apply.
+void launch_spread_planes(const SpreadArgs& a, int width, long long max_subproblems, cudaStream_t stream);
+
 // Queues GM-sort (spread_global_kernel<dims, width>) on `stream`; the grid is already cleared.
 void launch_spread_global(const SpreadArgs& a, int dims, int width, cudaStream_t stream);
 

@@ -74,14 +74,7 @@ fi
 CUPERF=$ROOT/.carry/peers/cuperftest
 if [ -x "$CUPERF" ] && { [ "$MODE" = all ] || [ "$MODE" = bench ] || [ "$MODE" = nufft ]; }; then
   : > "$OUT/cufinufft.txt"
-  # name N1 N2 N3 M ntransf
-  while read -r name n1 n2 n3 m nt; do
-    for type in 1 2; do for tol in 1e-3 1e-5; do for method in 1 2; do
-      echo "== $name type $type tol $tol method $method" >> "$OUT/cufinufft.txt"
-      timeout 120 "$CUPERF" --prec f --type $type --N1 $n1 --N2 $n2 --N3 $n3 --M $m --ntransf $nt --tol $tol \
-        --method $method --n_runs 10 >> "$OUT/cufinufft.txt" 2>&1 || echo "(exit $?)" >> "$OUT/cufinufft.txt"
-    done; done; done
-  done <<'CASES'
+  bash "$ROOT/scripts/run-cufinufft.sh" "$OUT/cufinufft.txt" <<'CASES'
 schiwietz 256 256 1 258048 3
 golden32 256 256 1 205824 32
 3d 128 128 128 2097152 8

@@ -34,13 +34,7 @@ run nufft "$B/nufft_bench" '--benchmark_filter=(NufftAdjointGpu|NufftForwardGpu)
 fi
 CUPERF=$ROOT/.carry/peers/cuperftest
 if [ -x "$CUPERF" ]; then
-  while read -r name n1 n2 n3 m nt; do
-    for type in 1 2; do for tol in ${CUFI_TOLS:-1e-3 1e-5}; do for method in 1 2; do
-      echo "== $name type $type tol $tol method $method" >> "$W/cufinufft.txt"
-      timeout 60 "$CUPERF" --prec f --type $type --N1 $n1 --N2 $n2 --N3 $n3 --M $m --ntransf $nt --tol $tol \
-        --method $method --n_runs 10 >> "$W/cufinufft.txt" 2>&1
-    done; done; done
-  done <<CASES
+  TOLS=${CUFI_TOLS:-1e-3 1e-5} CUPERF_TIMEOUT=60 bash "$ROOT/scripts/run-cufinufft.sh" "$W/cufinufft.txt" <<CASES
 ${CASES_3D:-schiwietz 256 256 1 258048 3
 golden32 256 256 1 205824 32}
 CASES

@@ -224,9 +224,13 @@ protected:
         CArray grid = be->empty(grid_shape(c));
 #ifdef LARMOR_WITH_CUDA
         const cuda::SpreadMethod methods[] = {cuda::SpreadMethod::Auto, cuda::SpreadMethod::SharedTiles,
-                                              cuda::SpreadMethod::GlobalSorted};
-        const char* method_names[] = {"auto", "shared tiles", "GM-sort"};
-        for (int k = 0; k < 3; ++k) {
+                                              cuda::SpreadMethod::GlobalSorted, cuda::SpreadMethod::OwnedPlanes};
+        const char* method_names[] = {"auto", "shared tiles", "GM-sort", "owned planes"};
+        for (int k = 0; k < 4; ++k) {
+            if (methods[k] == cuda::SpreadMethod::OwnedPlanes && (c.dims != 3 || c.width > 8)) {
+                EXPECT_THROW(cuda::nufft_spread_with(*be, g, *points, y_dev, grid, methods[k]), std::invalid_argument);
+                continue;  // 3D and widths up to 8 only: Auto never picks it elsewhere
+            }
             cuda::nufft_spread_with(*be, g, *points, y_dev, grid, methods[k]);
             const double err = relative_error(download(grid), spread_ref);
             note(worst_spread, err, c.name() + ", " + method_names[k]);

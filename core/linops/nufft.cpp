@@ -215,7 +215,7 @@ std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& i
     plan->u_host = be->host_real(cshape);
     plan->u = be->empty_real(cshape);
     load_points(*be, *plan, coords, "Nufft", bins);
-    plan->fft = be->device() == Device::Cpu ? cpu::nufft_grid_fft(g) : cuda::nufft_grid_fft(*be, g);
+    plan->fft = be->device() == Device::Cpu ? cpu::nufft_grid_fft(g) : cuda::nufft_grid_fft(*be, g, image);
 
     Shape ishape = image;
     ishape.push_back(batch);
@@ -252,7 +252,7 @@ void Nufft::apply_forward(const CArray& x, CArray& y) {
     Backend& be = backend();
     CArray& g = scratch(0, grid_);
     pad(be, *plan_, weight_, x, g);
-    plan_->fft->execute(g, FFTDirection::Forward);
+    plan_->fft->from_image(g, FFTDirection::Forward);
     interp(be, *plan_, g, y);
 }
 
@@ -260,7 +260,7 @@ void Nufft::apply_adjoint(const CArray& y, CArray& x) {
     Backend& be = backend();
     CArray& g = scratch(0, grid_);
     spread(be, *plan_, y, g);
-    plan_->fft->execute(g, FFTDirection::Inverse);
+    plan_->fft->to_image(g, FFTDirection::Inverse);
     crop(be, *plan_, weight_, g, x);
 }
 

@@ -13,6 +13,6 @@ void nufft_spread(Backend&, const NufftGrid&, const NufftPointSet&, const CArray
 void nufft_interp(Backend&, const NufftGrid&, const NufftPointSet&, const CArray&, CArray&) { throw_no_cuda("nufft_interp"); }
 void nufft_pad(Backend&, const NufftGrid&, const Shape&, const RArray&, const CArray&, CArray&) { throw_no_cuda("nufft_pad"); }
 void nufft_crop(Backend&, const NufftGrid&, const Shape&, const RArray&, const CArray&, CArray&) { throw_no_cuda("nufft_crop"); }
-std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend&, const NufftGrid&) { throw_no_cuda("nufft_grid_fft"); }
+std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend&, const NufftGrid&, const Shape&) { throw_no_cuda("nufft_grid_fft"); }
 
 }  // namespace larmor::cuda

@@ -51,7 +51,11 @@ public:
         shape_.push_back(size_t(g.batch));
     }
 
-    void execute(CArray& grid, FFTDirection dir) override {
+    void from_image(CArray& grid, FFTDirection dir) override { execute(grid, dir); }
+    void to_image(CArray& grid, FFTDirection dir) override { execute(grid, dir); }
+
+private:
+    void execute(CArray& grid, FFTDirection dir) {
         if (grid.size() != shape_.size() || grid.device() != Device::Cpu)
             throw std::invalid_argument("cpu::nufft_grid_fft: grid " + grid.shape().str() + " on " +
                                         device_name(grid.device()) + ", expected " + shape_.str() + " on the host");
@@ -62,7 +66,6 @@ public:
         fftwf_execute_dft(static_cast<fftwf_plan>(t.plan.get()), io, io);
     }
 
-private:
     NufftGrid g_;
     Shape shape_;
     detail::FftwPlanCache plans_;

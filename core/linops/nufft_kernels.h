@@ -58,10 +58,16 @@ public:
 // The grid of the convolution keeps k = 0 at its centre n/2 (the points are u = sigma k + n/2, see
 // nufft.cpp): for even n, reading a pixel at j mod n and multiplying it by (-1)^j (folded into the
 // operator's weight) is the same as a centred FFT, without its shift passes or callbacks.
+// Two entry points, because a plan made for the image may skip work that the NUFFT never sees:
+//  from_image  the forward's transform: grid is zero outside the image's footprint (what pad leaves),
+//              and the whole result is defined;
+//  to_image    the adjoint's: any grid, but only the footprint of the result is defined (what crop reads).
+// Both are the full transform on the CPU, and on CUDA in 1D and 2D; CUDA in 3D prunes along z.
 class NufftGridFft {
 public:
     virtual ~NufftGridFft() = default;
-    virtual void execute(CArray& grid, FFTDirection dir) = 0;
+    virtual void from_image(CArray& grid, FFTDirection dir) = 0;
+    virtual void to_image(CArray& grid, FFTDirection dir) = 0;
 };
 
 // The point set of u for grid g on be's device (cpu:: or cuda::nufft_bin_points); its device arrays are
@@ -87,7 +93,8 @@ void nufft_pad(Backend& be, const NufftGrid& g, const Shape& image, const RArray
                CArray& grid);
 void nufft_crop(Backend& be, const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& grid,
                 CArray& x);
-std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend& be, const NufftGrid& g);
+// image: the operator's image shape (its footprint on the grid decides what the 3D plan prunes).
+std::unique_ptr<NufftGridFft> nufft_grid_fft(Backend& be, const NufftGrid& g, const Shape& image);
 std::unique_ptr<NufftPointSet> nufft_bin_points(Backend& be, const NufftGrid& g, const RArray& u);
 void nufft_spread(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid);
 void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples);
