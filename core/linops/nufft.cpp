@@ -215,7 +215,7 @@ std::shared_ptr<Nufft> Nufft::create(std::shared_ptr<Backend> be, const Shape& i
     plan->u_host = be->host_real(cshape);
     plan->u = be->empty_real(cshape);
     load_points(*be, *plan, coords, "Nufft", bins);
-    plan->fft = be->device() == Device::Cpu ? cpu::nufft_grid_fft(g) : cuda::nufft_grid_fft(*be, g, image);
+    plan->fft = be->device() == Device::Cpu ? cpu::nufft_grid_fft(g, image) : cuda::nufft_grid_fft(*be, g, image);
 
     Shape ishape = image;
     ishape.push_back(batch);

@@ -44,30 +44,64 @@ Axes check(const NufftGrid& g, const Shape& image, const RArray& weight, const C
     return a;
 }
 
+// In 3D with an image shorter than the grid along z, the transform is pruned as on CUDA
+// (cuda/nufft_grid.cu): the 2D (x, y) transforms run only on the planes of the image's footprint along
+// z ([0, h1) and [n2 - h2, n2), pad's layout), before the z transforms for from_image and after them
+// for to_image. Every piece is a plan of the session's FFTW cache, so two sessions still get the same
+// bits.
 class FftwGridFft final : public NufftGridFft {
 public:
-    explicit FftwGridFft(const NufftGrid& g) : g_(g), plans_(omp_get_max_threads()) {
+    FftwGridFft(const NufftGrid& g, const Shape& image) : g_(g), plans_(omp_get_max_threads()) {
         for (int d = 0; d < g.dims; ++d) shape_.push_back(size_t(g.n[d]));
         shape_.push_back(size_t(g.batch));
+        if (g.dims == 3 && image.rank() == 3 && ll(image[2]) < g.n[2]) {
+            h1_ = ll(image[2]) - ll(image[2]) / 2;
+            h2_ = ll(image[2]) / 2;
+        }
     }
 
-    void from_image(CArray& grid, FFTDirection dir) override { execute(grid, dir); }
-    void to_image(CArray& grid, FFTDirection dir) override { execute(grid, dir); }
+    void from_image(CArray& grid, FFTDirection dir) override {
+        check(grid);
+        if (!pruned()) return run(full_axes(), shape_, grid.data(), dir);
+        footprint_planes(grid, dir);
+        run(kZ, shape_, grid.data(), dir);
+    }
+    void to_image(CArray& grid, FFTDirection dir) override {
+        check(grid);
+        if (!pruned()) return run(full_axes(), shape_, grid.data(), dir);
+        run(kZ, shape_, grid.data(), dir);
+        footprint_planes(grid, dir);
+    }
 
 private:
-    void execute(CArray& grid, FFTDirection dir) {
+    static constexpr AxisMask kXY = 0b011, kZ = 0b100;
+
+    bool pruned() const { return h1_ > 0; }
+    AxisMask full_axes() const { return (1u << unsigned(g_.dims)) - 1u; }
+    void check(const CArray& grid) const {
         if (grid.size() != shape_.size() || grid.device() != Device::Cpu)
             throw std::invalid_argument("cpu::nufft_grid_fft: grid " + grid.shape().str() + " on " +
                                         device_name(grid.device()) + ", expected " + shape_.str() + " on the host");
-        // The cache's plan is the bare DFT over the axes (its centring tables are not used here).
-        const AxisMask axes = (1u << unsigned(g_.dims)) - 1u;
-        const detail::FftwTransform& t = plans_.get(shape_, axes, dir, grid.data());
-        auto* io = reinterpret_cast<fftwf_complex*>(grid.data());
+    }
+    // The 2D transforms of the footprint's planes, per transform of the batch (two runs of planes each).
+    void footprint_planes(CArray& grid, FFTDirection dir) {
+        const ll plane = g_.n[0] * g_.n[1];
+        for (ll b = 0; b < g_.batch; ++b) {
+            cfloat* one = grid.data() + b * g_.grid_size();
+            run(kXY, Shape{size_t(g_.n[0]), size_t(g_.n[1]), size_t(h1_)}, one, dir);
+            if (h2_ > 0) run(kXY, Shape{size_t(g_.n[0]), size_t(g_.n[1]), size_t(h2_)}, one + (g_.n[2] - h2_) * plane, dir);
+        }
+    }
+    // The cache's plan is the bare DFT over the axes (its centring tables are not used here).
+    void run(AxisMask axes, const Shape& shape, cfloat* data, FFTDirection dir) {
+        const detail::FftwTransform& t = plans_.get(shape, axes, dir, data);
+        auto* io = reinterpret_cast<fftwf_complex*>(data);
         fftwf_execute_dft(static_cast<fftwf_plan>(t.plan.get()), io, io);
     }
 
     NufftGrid g_;
     Shape shape_;
+    ll h1_ = 0, h2_ = 0;
     detail::FftwPlanCache plans_;
 };
 
@@ -118,6 +152,8 @@ void nufft_crop(const NufftGrid& g, const Shape& image, const RArray& weight, co
     }
 }
 
-std::unique_ptr<NufftGridFft> nufft_grid_fft(const NufftGrid& g) { return std::make_unique<FftwGridFft>(g); }
+std::unique_ptr<NufftGridFft> nufft_grid_fft(const NufftGrid& g, const Shape& image) {
+    return std::make_unique<FftwGridFft>(g, image);
+}
 
 }  // namespace larmor::cpu

@@ -62,7 +62,7 @@ public:
 //  from_image  the forward's transform: grid is zero outside the image's footprint (what pad leaves),
 //              and the whole result is defined;
 //  to_image    the adjoint's: any grid, but only the footprint of the result is defined (what crop reads).
-// Both are the full transform on the CPU, and on CUDA in 1D and 2D; CUDA in 3D prunes along z.
+// Both are the full transform in 1D and 2D; in 3D both devices prune along z.
 class NufftGridFft {
 public:
     virtual ~NufftGridFft() = default;
@@ -82,7 +82,8 @@ void check_nufft_pad_arguments(const NufftGrid& g, const Shape& image, const RAr
 namespace cpu {
 void nufft_pad(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& x, CArray& grid);
 void nufft_crop(const NufftGrid& g, const Shape& image, const RArray& weight, const CArray& grid, CArray& x);
-std::unique_ptr<NufftGridFft> nufft_grid_fft(const NufftGrid& g);
+// image: the operator's image shape (its footprint on the grid decides what a 3D plan prunes).
+std::unique_ptr<NufftGridFft> nufft_grid_fft(const NufftGrid& g, const Shape& image);
 std::unique_ptr<NufftPointSet> nufft_bin_points(const NufftGrid& g, const RArray& u);
 void nufft_spread(const NufftGrid& g, const NufftPointSet& p, const CArray& samples, CArray& grid);
 void nufft_interp(const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples);
