@@ -181,9 +181,10 @@ private:
 // planes ([0, h1) and [n2 - h2, n2), pad's layout); outside them a padded grid is zero and crop reads
 // nothing. So the forward's 2D (x, y) transforms run on the footprint's planes only, before the 1D
 // transforms along z; the adjoint's run after the z transforms, again on those planes only. With the
-// default oversampling of 2 that halves the 2D part: about 1.5 passes over the grid of the 2.5 a full
-// 3D transform takes (bench/FLOORS-fft.md). The z transforms are strided (stride n0 n1, one per
-// column); plans go per transform of the batch, each grid a separate call (24 calls for 8 coils).
+// default oversampling of 2 that halves the 2D part: about 2 read-and-write passes over the grid
+// instead of the 3 of a full 3D transform (bench/FLOORS-nufft.md, "Session 24"). The z transforms
+// are strided (stride n0 n1, one per column); plans go per transform of the batch, each grid a
+// separate call (24 calls for 8 coils).
 // All plans share one work area, allocated through (and charged to) the backend.
 class CufftPrunedGridFft final : public NufftGridFft {
 public:
