@@ -1,7 +1,7 @@
 // The NUFFT operator (core/linops/nufft.h) on every backend: against the exact non-uniform DFT in
 // double precision (direct sums, written here), the adjoint identity of the operator and of its
-// interpolation(), set_points against a fresh plan, the refusal of bad input, and CUDA against the
-// CPU twin.
+// interpolation(), set_points against a fresh plan, the refusal of bad input, the pruned 3D grid FFT
+// against the unpruned one, and CUDA against the CPU twin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/linops/nufft.h"
+#include "core/linops/nufft_kernels.h"
 #include "tests/support/backends.h"
 #include "tests/support/operator_checks.h"
 #include "tests/support/reference_dft.h"
@@ -208,6 +209,63 @@ TEST_P(NufftTest, BatchesAreIndependentTransforms) {
                       1e-6) << image.str() << " transform " << b;
             EXPECT_LE(test::relative_error(std::vector<cdouble>(ay.begin() + long(b * N), ay.begin() + long((b + 1) * N)), a1),
                       1e-6) << image.str() << " transform " << b;
+        }
+    }
+}
+
+// The grid FFT a 3D plan prunes along z (core/linops/nufft_kernels.h: from_image, to_image) against
+// the unpruned plan of the same grid: from_image on a grid that is zero outside the image's footprint
+// gives the whole transform; to_image of any grid gives it on the footprint. An even and an odd image
+// depth (runs of planes of equal and of different length), both directions, batch 3.
+TEST_P(NufftTest, PrunedGridFftEqualsTheFullOneWhereItIsDefined) {
+    for (const Shape& image : {Shape{12, 10, 8}, Shape{9, 8, 7}}) {
+        auto op = Nufft::create(be, image, 3, random_points(image, 50, 3), {1e-3, 2.0});
+        const NufftGrid& g = op->grid();
+        auto make = [&](const Shape& im) {
+            return be->device() == Device::Cpu ? cpu::nufft_grid_fft(g, im) : cuda::nufft_grid_fft(*be, g, im);
+        };
+        auto pruned = make(image), full = make(Shape{});
+        const Shape gs{size_t(g.n[0]), size_t(g.n[1]), size_t(g.n[2]), size_t(g.batch)};
+        // Whether grid point (i0, i1, i2) holds a pixel of the image (pad's layout along each axis).
+        auto in_footprint = [&](long long gi, int a) {
+            const long long N = static_cast<long long>(image[size_t(a)]), n = g.n[a];
+            return gi < N - N / 2 || gi >= n - N / 2;
+        };
+        CArray h = test::random_on(*be, gs, 21);
+        CArray host = be->to_host(h);
+        for (long long b = 0; b < g.batch; ++b)
+            for (long long i2 = 0; i2 < g.n[2]; ++i2)
+                for (long long i1 = 0; i1 < g.n[1]; ++i1)
+                    for (long long i0 = 0; i0 < g.n[0]; ++i0)
+                        if (!in_footprint(i0, 0) || !in_footprint(i1, 1) || !in_footprint(i2, 2))
+                            host.data()[i0 + g.n[0] * (i1 + g.n[1] * (i2 + g.n[2] * b))] = cfloat(0.f, 0.f);
+        const CArray padded = be->to_device(host);
+        for (FFTDirection dir : {FFTDirection::Forward, FFTDirection::Inverse}) {
+            CArray a = be->empty(gs), r = be->empty(gs);
+            be->copy(padded, a);
+            be->copy(padded, r);
+            pruned->from_image(a, dir);
+            full->from_image(r, dir);
+            EXPECT_LE(test::relative_error(a, r), 1e-6) << image.str() << " from_image";
+
+            CArray c = be->empty(gs), q = be->empty(gs);
+            be->copy(h, c);
+            be->copy(h, q);
+            pruned->to_image(c, dir);
+            full->to_image(q, dir);
+            const auto cv = test::download(*be, c), qv = test::download(*be, q);
+            std::vector<cdouble> cf, qf;
+            for (long long b = 0; b < g.batch; ++b)
+                for (long long i2 = 0; i2 < g.n[2]; ++i2)
+                    for (long long i1 = 0; i1 < g.n[1]; ++i1)
+                        for (long long i0 = 0; i0 < g.n[0]; ++i0)
+                            if (in_footprint(i0, 0) && in_footprint(i1, 1) && in_footprint(i2, 2)) {
+                                const size_t i = size_t(i0 + g.n[0] * (i1 + g.n[1] * (i2 + g.n[2] * b)));
+                                cf.push_back(cv[i]);
+                                qf.push_back(qv[i]);
+                            }
+            EXPECT_EQ(cf.size(), size_t(g.batch) * image.size());
+            EXPECT_LE(test::relative_error(cf, qf), 1e-6) << image.str() << " to_image";
         }
     }
 }
