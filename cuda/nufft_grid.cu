@@ -209,6 +209,7 @@ public:
     }
 
     void from_image(CArray& grid, FFTDirection dir) override {
+        DeviceGuard guard(backend_device(be_));  // once for the 3 calls per transform of the batch
         cufftComplex* p = check(grid);
         for (long long b = 0; b < g_.batch; ++b) {
             cufftComplex* one = p + b * g_.grid_size();
@@ -218,6 +219,7 @@ public:
     }
 
     void to_image(CArray& grid, FFTDirection dir) override {
+        DeviceGuard guard(backend_device(be_));  // once for the 3 calls per transform of the batch
         cufftComplex* p = check(grid);
         for (long long b = 0; b < g_.batch; ++b) {
             cufftComplex* one = p + b * g_.grid_size();
@@ -231,7 +233,6 @@ private:
         if (static_cast<long long>(grid.size()) != g_.grid_size() * g_.batch || grid.device() != Device::Cuda)
             throw std::invalid_argument("cuda::nufft_grid_fft: grid " + grid.shape().str() + " on " +
                                         device_name(grid.device()) + ", the plan is for " + ctx_);
-        DeviceGuard guard(backend_device(be_));
         const cudaStream_t stream = backend_stream(be_);
         for (CufftHandle* h : {columns_.get(), planes1_.get(), planes2_.get()})
             if (h) LARMOR_CUFFT_CHECK(cufft_library().set_stream(h->get(), stream), ctx_);
@@ -241,8 +242,8 @@ private:
         exec(*planes1_, one, dir);
         if (h2_ > 0) exec(planes2_ ? *planes2_ : *planes1_, one + (g_.n[2] - h2_) * g_.n[0] * g_.n[1], dir);
     }
+    // Under the caller's DeviceGuard.
     void exec(const CufftHandle& h, cufftComplex* p, FFTDirection dir) {
-        DeviceGuard guard(backend_device(be_));
         LARMOR_CUFFT_CHECK(cufft_library().exec_c2c(h.get(), p, p, dir == FFTDirection::Forward ? CUFFT_FORWARD : CUFFT_INVERSE),
                            ctx_);
     }
