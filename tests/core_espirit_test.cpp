@@ -98,42 +98,56 @@ double off_subspace(const std::vector<cdouble>& q, size_t n, size_t r, const std
 // The kernels come from the float Gram matrix's eigendecomposition on the backend; a double SVD of
 // the calibration matrix is the reference (the paper's definition). The windows x_w lie in the span
 // of the rows of V^H (A's rows are x_w^T), which is what the kernels must span.
+// Both ways to the subspace: the 24 x 24 block has more windows than kernel entries (361 > 288: the
+// eigenproblem of B^H B), the 16 x 16 block of a 3D scan's readout position fewer (121 < 288: that of
+// B B^H, then the span of B^H u_j).
 TEST(Espirit, KernelsMatchADoubleSvdOfTheCalibrationMatrix) {
     auto cpu = make_cpu_backend();
     const phantom::Phantom ph(spec_of(8));
-    const CArray block = coils::calibration_block(kspace_of(ph), kAcsLo, kAcsHi, 24, 24);
-    coils::EspiritSettings s;
-    const coils::EspiritKernels kern = coils::espirit_kernels(*cpu, block, s);
+    for (const size_t size : {size_t(24), size_t(16)}) {
+        const CArray block = coils::calibration_block(kspace_of(ph), kAcsLo, kAcsHi, size, size);
+        coils::EspiritSettings s;
+        const coils::EspiritKernels kern = coils::espirit_kernels(*cpu, block, s);
 
-    std::vector<double> sd;
-    std::vector<cdouble> vt;
-    reference_svd(coils::calibration_matrix(block, s.kernel), sd, vt);
-    double peak = 0;  // the kernels' singular values are those of A over the block's largest magnitude
-    for (size_t i = 0; i < block.size(); ++i) peak = std::max(peak, double(std::abs(block.data()[i])));
-    for (double& v : sd) v /= peak;
-    const size_t n = size_t(s.kernel * s.kernel) * 8, k = sd.size();
-    ASSERT_EQ(kern.singular_values.size(), n);
-    for (size_t j = 0; j < k; ++j)
-        EXPECT_NEAR(kern.singular_values[j], sd[j], 2e-3 * sd[0]) << "singular value " << j;
-    size_t lo = 0, hi = 0;  // kept counts at a threshold 5 % above and below
-    while (lo < k && sd[lo] >= 1.05 * s.threshold * sd[0]) ++lo;
-    while (hi < k && sd[hi] >= 0.95 * s.threshold * sd[0]) ++hi;
-    EXPECT_GE(kern.kept, lo);
-    EXPECT_LE(kern.kept, hi);
-    std::printf("[ espirit ] 8 coils, 24 x 24 block, 6 x 6 kernel: %zu of %zu singular vectors kept (sigma_max %.4g)\n",
-                kern.kept, n, sd[0]);
+        std::vector<double> sd;
+        std::vector<cdouble> vt;
+        reference_svd(coils::calibration_matrix(block, s.kernel), sd, vt);
+        double peak = 0;  // the kernels' singular values are those of A over the block's largest magnitude
+        for (size_t i = 0; i < block.size(); ++i) peak = std::max(peak, double(std::abs(block.data()[i])));
+        for (double& v : sd) v /= peak;
+        const size_t n = size_t(s.kernel * s.kernel) * 8, k = sd.size();
+        ASSERT_EQ(kern.singular_values.size(), n);
+        for (size_t j = 0; j < n; ++j)
+            EXPECT_NEAR(kern.singular_values[j], j < k ? sd[j] : 0.0, 2e-3 * sd[0]) << size << ": singular value " << j;
+        size_t lo = 0, hi = 0;  // kept counts at a threshold 5 % above and below
+        while (lo < k && sd[lo] >= 1.05 * s.threshold * sd[0]) ++lo;
+        while (hi < k && sd[hi] >= 0.95 * s.threshold * sd[0]) ++hi;
+        EXPECT_GE(kern.kept, lo);
+        EXPECT_LE(kern.kept, hi);
+        std::printf("[ espirit ] 8 coils, %zu x %zu block, 6 x 6 kernel: %zu of %zu singular vectors kept (sigma_max %.4g)\n",
+                    size, size, kern.kept, n, sd[0]);
 
-    std::vector<cdouble> mine(kern.subspace.data(), kern.subspace.data() + kern.subspace.size());
-    std::vector<cdouble> ref(n * hi);
-    for (size_t j = 0; j < hi; ++j)
-        for (size_t i = 0; i < n; ++i) ref[i + n * j] = vt[j + k * i];  // row j of V^H as a column
-    // Every well-determined reference vector lies in the kernels' span, and every kernel vector of
-    // a well-determined singular value in the reference's.
-    for (size_t j = 0; j < k && sd[j] >= 10 * s.threshold * sd[0]; ++j) {
-        std::vector<cdouble> y(ref.begin() + n * j, ref.begin() + n * (j + 1));
-        EXPECT_LT(off_subspace(mine, n, kern.kept, y), 1e-2) << "reference vector " << j;
-        std::vector<cdouble> z(mine.begin() + n * j, mine.begin() + n * (j + 1));
-        EXPECT_LT(off_subspace(ref, n, hi, z), 1e-2) << "kernel vector " << j;
+        std::vector<cdouble> mine(kern.subspace.data(), kern.subspace.data() + kern.subspace.size());
+        // The basis is orthonormal (the maps' projection P = V V^H relies on it).
+        double worst = 0;
+        for (size_t p = 0; p < kern.kept; ++p)
+            for (size_t q = 0; q <= p; ++q) {
+                cdouble dot = 0;
+                for (size_t i = 0; i < n; ++i) dot += std::conj(mine[i + n * q]) * mine[i + n * p];
+                worst = std::max(worst, std::abs(dot - cdouble(p == q ? 1.0 : 0.0)));
+            }
+        EXPECT_LT(worst, 1e-5) << size << ": V^H V - I";
+        std::vector<cdouble> ref(n * hi);
+        for (size_t j = 0; j < hi; ++j)
+            for (size_t i = 0; i < n; ++i) ref[i + n * j] = vt[j + k * i];  // row j of V^H as a column
+        // Every well-determined reference vector lies in the kernels' span, and every kernel vector of
+        // a well-determined singular value in the reference's.
+        for (size_t j = 0; j < k && sd[j] >= 10 * s.threshold * sd[0]; ++j) {
+            std::vector<cdouble> y(ref.begin() + n * j, ref.begin() + n * (j + 1));
+            EXPECT_LT(off_subspace(mine, n, kern.kept, y), 1e-2) << size << ": reference vector " << j;
+            std::vector<cdouble> z(mine.begin() + n * j, mine.begin() + n * (j + 1));
+            EXPECT_LT(off_subspace(ref, n, hi, z), 1e-2) << size << ": kernel vector " << j;
+        }
     }
 }
 

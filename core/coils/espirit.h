@@ -57,7 +57,7 @@ struct EspiritKernels {
     size_t coils = 0;
     std::vector<float> singular_values;  // of A / (the block's largest magnitude), descending
     size_t kept = 0;                     // how many span the signal subspace
-    CArray subspace;                     // host [k * k * C, kept], columns orthonormal
+    CArray subspace;                     // host [k * k * C, kept]: an orthonormal basis of the signal subspace
     std::vector<cfloat> principal;       // host [C]: first principal component of the block's coils
 };
 EspiritKernels espirit_kernels(Backend& be, const CArray& block, const EspiritSettings& s);
