@@ -9,9 +9,11 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "wire/codec.h"
+#include "wire/sample_pool.h"
 #include "tests/support/nhlbi_encoder.h"
 #include "tests/support/wire_util.h"
 
@@ -765,6 +767,45 @@ TEST(WireNames, IdNames) {
         const std::vector<uint8_t> bytes = encode(msg);
         EXPECT_EQ(message_id(msg), bytes[0] | (bytes[1] << 8));
     }
+}
+
+
+// The sample pool (wire/sample_pool.h): a freed acquisition's block is the next one of its size, also
+// when another thread frees it; sizes outside its range and bytes beyond its bound are not kept.
+TEST(SamplePool, ReusesFreedBlocksOfTheSameSizeWithinItsBound) {
+    const size_t acquisition = 32 * 512;  // 128 KiB of samples
+    const size_t held0 = wire::pool_held_bytes();
+    const void* first = nullptr;
+    {
+        wire::Samples a(acquisition);
+        first = a.data();
+    }
+    EXPECT_EQ(wire::pool_held_bytes(), held0 + acquisition * sizeof(std::complex<float>));
+    {
+        wire::Samples b(acquisition);
+        EXPECT_EQ(b.data(), first) << "the freed block was not reused";
+        EXPECT_EQ(wire::pool_held_bytes(), held0);
+        // Freed on another thread (the chain's), taken again on this one (the reader's).
+        std::thread([v = std::move(b)]() mutable { v = wire::Samples(); }).join();
+    }
+    {
+        wire::Samples c(acquisition);
+        EXPECT_EQ(c.data(), first) << "a block freed by another thread was not reused";
+        wire::Samples other(acquisition + 1);  // another size: a block of its own
+        EXPECT_NE(other.data(), c.data());
+    }
+    // Small and huge vectors bypass the pool.
+    const size_t held1 = wire::pool_held_bytes();
+    { wire::Samples small(16); wire::Samples huge((wire::kPoolMaxBlock / sizeof(std::complex<float>)) + 1); }
+    EXPECT_EQ(wire::pool_held_bytes(), held1);
+    // The bound: more freed blocks than it holds leave it at most full.
+    {
+        std::vector<wire::Samples> many;
+        for (size_t i = 0; i < 2 * wire::kPoolBytes / (acquisition * sizeof(std::complex<float>)); ++i)
+            many.emplace_back(acquisition);
+    }
+    EXPECT_LE(wire::pool_held_bytes(), wire::kPoolBytes);
+    EXPECT_GT(wire::pool_held_bytes(), wire::kPoolBytes / 2);
 }
 
 }  // namespace

@@ -4,12 +4,17 @@
 // just before the socket writes every new element. std::complex's default constructor zeroes, so a
 // plain vector cost every received acquisition one more pass over its samples than the copy from the
 // socket (the zero-fill was 30 % of the server's CPU time in a passthrough session: perf, 2026-12-02).
+// Its storage comes from the sample pool (wire/sample_pool.h), which keeps freed blocks resident for
+// the next acquisition of the same size.
 #include <complex>
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "wire/sample_pool.h"
 
 namespace larmor::wire {
 
@@ -28,6 +33,12 @@ struct SampleAllocator : std::allocator<T> {
     SampleAllocator() noexcept = default;
     template <class U>
     SampleAllocator(const SampleAllocator<U>&) noexcept {}  // NOLINT: allocators convert implicitly
+
+    T* allocate(std::size_t n) {
+        if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+        return static_cast<T*>(pool_allocate(n * sizeof(T)));
+    }
+    void deallocate(T* p, std::size_t n) noexcept { pool_deallocate(p, n * sizeof(T)); }
 
     template <class U>
     void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
