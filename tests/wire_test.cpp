@@ -769,7 +769,6 @@ TEST(WireNames, IdNames) {
     }
 }
 
-
 // The sample pool (wire/sample_pool.h): a freed acquisition's block is the next one of its size, also
 // when another thread frees it; sizes outside its range and bytes beyond its bound are not kept.
 TEST(SamplePool, ReusesFreedBlocksOfTheSameSizeWithinItsBound) {
@@ -806,6 +805,15 @@ TEST(SamplePool, ReusesFreedBlocksOfTheSameSizeWithinItsBound) {
     }
     EXPECT_LE(wire::pool_held_bytes(), wire::kPoolBytes);
     EXPECT_GT(wire::pool_held_bytes(), wire::kPoolBytes / 2);
+    // A full pool still takes the next stream's size, dropping its oldest blocks.
+    const void* next = nullptr;
+    {
+        wire::Samples d(acquisition + 2);
+        next = d.data();
+    }
+    EXPECT_LE(wire::pool_held_bytes(), wire::kPoolBytes);
+    wire::Samples e(acquisition + 2);
+    EXPECT_EQ(e.data(), next) << "a full pool kept out a new size";
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //
 // Bounded: blocks from 64 KiB to 4 MiB, at most kPoolBytes held in all, process-wide (one lock per
 // allocation and per free, against a page fault per 4 KiB). Blocks outside the range, or beyond the
-// bound, go to and come from the global operator new as before. The held bytes are not charged to any
+// bound, go to and come from the global operator new as before; a full pool drops its oldest blocks
+// to keep a freed one. The held bytes are not charged to any
 // session's budget: they are the allocator's, like malloc's own free lists.
 #include <cstddef>
 

@@ -7,6 +7,7 @@
 #include <complex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/coils/calibration_matrix.h"
 #include "core/coils/espirit_kernels.h"
@@ -115,16 +116,14 @@ EspiritKernels espirit_kernels(Backend& be, const CArray& block, const EspiritSe
     const bool wide = rows < n;
     const size_t order = wide ? rows : n;
     const float unit = float(1.0 / peak);
-    // wide: B^H = A^T / peak, [n, rows]; otherwise B itself, [rows, n].
-    CArray b = CArray::host(wide ? Shape{n, rows} : Shape{rows, n});
-    for (size_t i = 0; i < n; ++i)
-        for (size_t r = 0; r < rows; ++r) {
-            const cfloat v = a.data()[r + rows * i] * unit;
-            if (wide)
-                b.data()[i + n * r] = v;
-            else
-                b.data()[r + rows * i] = std::conj(v);
-        }
+    // wide: B^H = A^T / peak, [n, rows]; otherwise B itself, [rows, n], made from A in place.
+    CArray b = wide ? CArray::host({n, rows}) : std::move(a);  // a is not read again unless wide
+    if (wide) {
+        for (size_t i = 0; i < n; ++i)
+            for (size_t r = 0; r < rows; ++r) b.data()[i + n * r] = a.data()[r + rows * i] * unit;
+    } else {
+        for (size_t i = 0; i < b.size(); ++i) b.data()[i] = std::conj(b.data()[i]) * unit;
+    }
     CArray g = be.empty({order, order, 1});
     dense::gram(be, be.to_device(b.reshaped({b.shape()[0], b.shape()[1], 1})), g);
     RArray values = be.empty_real({order, 1});
