@@ -4,6 +4,7 @@
 // meta attributes as XML.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -135,6 +136,8 @@ private:
     // zero where the image is real and positive, so only their finiteness is checked.
     void check(const float* v, size_t count, const ImageArray& arr, const Image& img) const {
         if (is_marked_failed(arr.meta)) return;
+        const bool phase = cfg_.output() == config::OUTPUT_PHASE;
+        if (all_finite_any_nonzero(v, count, phase)) return;
         size_t non_finite = 0, nonzero = 0;
         float largest = 0.f;
         for (size_t i = 0; i < count; ++i) {
@@ -146,7 +149,6 @@ private:
                 largest = std::max(largest, std::abs(x));
             }
         }
-        const bool phase = cfg_.output() == config::OUTPUT_PHASE;
         if (non_finite == 0 && (nonzero > 0 || phase || count == 0)) return;
         std::string what = "image " + std::to_string(img.head.image_index) + " (slice " +
                            std::to_string(img.head.slice) + ", repetition " + std::to_string(img.head.repetition) +
@@ -162,6 +164,23 @@ private:
                     "overflowed float or collapsed: k-space far beyond float's range must be scaled down); no "
                     "image is sent";
         throw std::runtime_error(what);
+    }
+
+    // The common case, in one pass that vectorises (check's counting loop does not: it took 30-50 us
+    // of a 256^2 frame's latency on the host, against a 100 us target): x * 0 is +-0 for finite x and
+    // NaN for inf and NaN, so or-ing the products' bits says whether any value is non-finite, and
+    // or-ing the values' own bits whether any is nonzero (the sign bit masked in both).
+    static bool all_finite_any_nonzero(const float* v, size_t count, bool zero_allowed) {
+        uint32_t bad = 0, any = 0;
+        for (size_t i = 0; i < count; ++i) {
+            const float z = v[i] * 0.f;
+            uint32_t zb, b;
+            std::memcpy(&zb, &z, sizeof zb);
+            std::memcpy(&b, v + i, sizeof b);
+            bad |= zb;
+            any |= b;
+        }
+        return (bad & 0x7fffffffu) == 0 && (zero_allowed || count == 0 || (any & 0x7fffffffu) != 0);
     }
 
     static std::string history(const ISMRMRD::MetaContainer& meta) {
