@@ -196,7 +196,9 @@ void run_gpu(benchmark::State& state, Op op) {
     if (op == Op::Interp) {
         const auto asked = static_cast<larmor::cuda::InterpMethod>(state.range(2));
         const auto used = asked == larmor::cuda::InterpMethod::Auto ? larmor::cuda::nufft_interp_choice(g, *s.points) : asked;
-        label += used == larmor::cuda::InterpMethod::SharedTiles ? ", shared tiles" : ", GM-sort";
+        label += used == larmor::cuda::InterpMethod::SharedTiles ? ", shared tiles"
+                 : used == larmor::cuda::InterpMethod::TileRows  ? ", tile rows"
+                                                                 : ", GM-sort";
         if (asked == larmor::cuda::InterpMethod::Auto) label += " (auto)";
     }
     state.SetLabel(label);
@@ -229,7 +231,8 @@ void BM_NufftInterp(benchmark::State& state) { state.SkipWithError("built withou
 
 #endif
 
-// {case, width, spread or interpolation method (0 auto, 1 shared tiles, 2 GM-sort)}
+// {case, width, spread or interpolation method (0 auto, 1 shared tiles, 2 GM-sort; 3 owned planes for
+// spreading, tile rows for interpolation)}
 void cases(benchmark::internal::Benchmark* b) {
     for (int c = 0; c < 3; ++c)
         for (int w : {4, 7}) b->Args({c, w, 0});
@@ -238,6 +241,12 @@ void spread_cases(benchmark::internal::Benchmark* b) {
     for (int c = 0; c < 3; ++c)
         for (int w : {4, 7})
             for (int m : {0, 1, 2}) b->Args({c, w, m});
+}
+// Interpolation also by tile rows (3D only): {case, width, 3}, at width 5 too.
+void interp_all_cases(benchmark::internal::Benchmark* b) {
+    spread_cases(b);
+    for (int w : {4, 5, 7}) b->Args({2, w, 3});
+    b->Args({2, 5, 1});
 }
 // Spreading also with the owned planes (3D only): {case, width, 3}.
 void spread_all_cases(benchmark::internal::Benchmark* b) {
@@ -248,6 +257,6 @@ void spread_all_cases(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_NufftBinPoints)->Apply(cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NufftSpread)->Apply(spread_all_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_NufftInterp)->Apply(spread_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NufftInterp)->Apply(interp_all_cases)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

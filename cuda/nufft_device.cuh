@@ -31,6 +31,19 @@ __device__ __forceinline__ int es_kernel_values(float u, float beta, float (&k)[
     return static_cast<int>(first);
 }
 
+// The j-th of those values alone (0 for j >= W): the same arithmetic as es_kernel_values, so the two
+// give the same bits. For kernels whose lanes share a point's values (one each, then shuffled).
+template <int W>
+__device__ __forceinline__ int es_kernel_value(float u, float beta, int j, float& k) {
+    const float first = ceilf(u - 0.5f * W);
+    const float x0 = first - u;
+    constexpr float scale = 2.f / W;
+    const float z = (x0 + static_cast<float>(j)) * scale;
+    const float s = 1.f - z * z;
+    k = (j < W && s > 0.f) ? expf(beta * (sqrtf(s) - 1.f)) : 0.f;
+    return static_cast<int>(first);
+}
+
 // g modulo n in [0, n) for any int g (grids narrower than the kernel wrap more than once).
 __device__ __forceinline__ int wrap_index(int g, int n) {
     g %= n;

@@ -170,11 +170,89 @@ __global__ void __launch_bounds__(kTileThreads) interp_tiles_kernel(InterpArgs a
     }
 }
 
+// TileRows: the shared tile of interp_tiles_kernel, read by 16 lanes per point instead of one thread.
+// With one thread per point a warp's 32 loads go to 32 unrelated tile cells, so on average several
+// land in one bank and each load instruction costs the shared memory several wavefronts (random
+// addresses: about 7 per warp-wide 8-byte load, against 2 when conflict-free). Here lane (r, h) of a
+// point's half-warp reads window row r (y offset) of the planes of parity h (z offset h, h + 2, ...):
+// in one instruction the 16 lanes read cells r tx + h tx ty apart, and for an odd tile width tx the
+// products r tx (r < 8) fall in distinct 8-byte banks, tx ty (1 or 9 mod 16) moving the h = 1 lanes
+// onto the others (widths 5 and 7: the bins' 16 + W is odd). Each lane computes one kernel value per
+// axis (its index r) and takes the rest from the other lanes by shuffles; the partial sums of the 16
+// lanes are added by a butterfly. 3D, widths up to 8, one transform per tile pass.
+constexpr int kRowLanes = 16;
+
+template <int W>
+__global__ void __launch_bounds__(kTileThreads) interp_rows_kernel(InterpArgs a) {
+    static_assert(W <= 8, "one lane per window row");
+    constexpr int kPlanes = (W + 1) / 2;  // planes per lane (parity h: h, h + 2, ...)
+    extern __shared__ float2 tile[];
+    const NufftTiling& t = a.t;
+    const SubProblem sp = sub_problem<3, W>(t, a.sub_total, a.sub_bin, a.sub_first, a.bin_start);
+    if (!sp.valid) return;  // the whole block: the shuffles below see every lane of a warp
+    const int b = blockIdx.y;  // one transform per pass
+    const int tx = t.tile[0], ty = t.tile[1], size = t.tile[0] * t.tile[1] * t.tile[2];
+    int* scratch = reinterpret_cast<int*>(tile + size);
+    fill_tile_index(scratch, t, sp.o[0], sp.o[1], sp.o[2]);
+    __syncthreads();
+    const TileIndex index(scratch, tx);
+    const float2* in = a.grid + static_cast<long long>(b) * a.grid_size;
+    for (int i = threadIdx.x; i < size; i += blockDim.x) tile[i] = __ldg(in + index.grid_offset(i));
+    __syncthreads();
+
+    constexpr unsigned kAll = 0xffffffffu;
+    const int lane = threadIdx.x & 31, r = lane & 7, h = (lane >> 3) & 1, group = lane & ~15;
+    const int plane = tx * ty;
+    constexpr int kPointsPerPass = kTileThreads / kRowLanes;
+    // Every lane runs the same passes (the bound is the block's), so the shuffles never diverge.
+    for (int first = sp.first; first < sp.end; first += kPointsPerPass) {
+        const int p = first + static_cast<int>(threadIdx.x) / kRowLanes;
+        const bool live = p < sp.end;
+        const int q = live ? p : sp.first;  // a surplus lane reads a valid point and discards the sum
+        float kxr, kyr, kzr;
+        const int lx = es_kernel_value<W>(a.x[q], a.beta, r, kxr) - sp.o[0];
+        const int ly = es_kernel_value<W>(a.y[q], a.beta, r, kyr) - sp.o[1];
+        const int lz = es_kernel_value<W>(a.z[q], a.beta, r, kzr) - sp.o[2];
+        float kx[W], kz[kPlanes];
+#pragma unroll
+        for (int j = 0; j < W; ++j) kx[j] = __shfl_sync(kAll, kxr, group + j);
+#pragma unroll
+        for (int i = 0; i < kPlanes; ++i) kz[i] = __shfl_sync(kAll, kzr, group + min(h + 2 * i, 7));
+        float2 acc = make_float2(0.f, 0.f);
+        if (r < W) {
+            const float2* row = tile + ((lz + h) * ty + ly + r) * tx + lx;
+#pragma unroll
+            for (int i = 0; i < kPlanes; ++i) {
+                if (h + 2 * i >= W) break;
+                const float2* cells = row + 2 * i * plane;
+                float2 s = make_float2(0.f, 0.f);
+#pragma unroll
+                for (int jx = 0; jx < W; ++jx) {
+                    const float2 v = cells[jx];
+                    s.x += v.x * kx[jx];
+                    s.y += v.y * kx[jx];
+                }
+                acc.x += s.x * kz[i];
+                acc.y += s.y * kz[i];
+            }
+            acc.x *= kyr;
+            acc.y *= kyr;
+        }
+#pragma unroll
+        for (int off = kRowLanes / 2; off > 0; off /= 2) {
+            acc.x += __shfl_xor_sync(kAll, acc.x, off);
+            acc.y += __shfl_xor_sync(kAll, acc.y, off);
+        }
+        if (live && (lane & (kRowLanes - 1)) == 0) a.samples[a.perm[p] + static_cast<long long>(b) * a.points] = acc;
+    }
+}
+
 }  // namespace
 
 InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p) {
     const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_interp_choice");
-    return shared_tiles_pay_off(g, s.tiling) ? InterpMethod::SharedTiles : InterpMethod::GlobalSorted;
+    if (!shared_tiles_pay_off(g, s.tiling)) return InterpMethod::GlobalSorted;
+    return g.dims == 3 && g.width <= 8 ? InterpMethod::TileRows : InterpMethod::SharedTiles;
 }
 
 void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples) {
@@ -231,6 +309,28 @@ void nufft_interp_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
     if (tile_bytes > kMaxTileBytes)
         throw std::invalid_argument("cuda::nufft_interp: a shared tile of " + std::to_string(tile_bytes) +
                                     " bytes exceeds " + std::to_string(kMaxTileBytes) + " (use GlobalSorted)");
+    if (method == InterpMethod::TileRows) {
+        if (g.dims != 3 || g.width > 8)
+            throw std::invalid_argument("cuda::nufft_interp: the row-lane tile method is for 3D kernels of width up to 8, "
+                                        "not " + std::to_string(g.dims) + "D width " + std::to_string(g.width));
+        if (g.batch > 65535)
+            throw std::invalid_argument("cuda::nufft_interp: batch " + std::to_string(g.batch) + " exceeds 65535 tile passes");
+        const long long bytes = tile_bytes + tile_index_ints(s.tiling) * static_cast<long long>(sizeof(int));
+        dispatch_width<3>(g.width, [&](auto, auto w) {
+            constexpr int W = decltype(w)::value;
+            if constexpr (W <= 8) {
+                auto kernel = interp_rows_kernel<W>;
+                if (bytes > 48 * 1024)
+                    LARMOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                           static_cast<int>(bytes)),
+                                      context);
+                const dim3 blocks(static_cast<unsigned>(s.max_subproblems), static_cast<unsigned>(g.batch));
+                kernel<<<blocks, kTileThreads, static_cast<size_t>(bytes), stream>>>(a);
+            }
+        });
+        LARMOR_CUDA_LAUNCH_CHECK("nufft interp_rows_kernel", context);
+        return;
+    }
     dispatch_dims_width(g.dims, g.width, [&](auto d, auto w) {
         constexpr int D = decltype(d)::value, W = decltype(w)::value;
         InterpArgs args = a;

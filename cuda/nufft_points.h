@@ -86,8 +86,10 @@ void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
 // How nufft_interp gathers: one thread per sorted point reading the grid through L1/L2 ("GM-sort"),
 // or per sub-problem, the bin's tile (bin + width per axis) copied into shared memory with coalesced
 // loads and each point read from there ("SM", cuFINUFFT's type-2 method 2). Auto picks by density,
-// with the same rule as spreading.
-enum class InterpMethod { Auto, SharedTiles, GlobalSorted };
+// with the same rule as spreading. TileRows (3D, widths up to 8): the shared tile too, but 16 lanes per
+// point, one per (window row, plane parity), so the lanes of a point read distinct banks
+// (cuda/nufft_interp.cu); Auto takes it for 3D tiles.
+enum class InterpMethod { Auto, SharedTiles, GlobalSorted, TileRows };
 InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p);
 void nufft_interp_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples,
                        InterpMethod method);

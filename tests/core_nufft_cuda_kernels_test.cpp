@@ -245,13 +245,18 @@ protected:
 
         CArray samples = be->empty(sample_shape(c));
 #ifdef LARMOR_WITH_CUDA
-        const cuda::InterpMethod interp_methods[] = {cuda::InterpMethod::SharedTiles, cuda::InterpMethod::GlobalSorted};
-        const char* interp_names[] = {"shared tiles", "GM-sort"};
+        const cuda::InterpMethod interp_methods[] = {cuda::InterpMethod::SharedTiles, cuda::InterpMethod::GlobalSorted,
+                                                     cuda::InterpMethod::TileRows};
+        const char* interp_names[] = {"shared tiles", "GM-sort", "tile rows"};
         const std::vector<cdouble> interp_ref = reference_interp(c, u, x);
-        for (int k = 0; k < 2; ++k) {
-            if (interp_methods[k] == cuda::InterpMethod::SharedTiles &&
-                cuda::nufft_tiling(g).tile_size() * 8 > cuda::kMaxTileBytes)
+        for (int k = 0; k < 3; ++k) {
+            const bool tiled = interp_methods[k] != cuda::InterpMethod::GlobalSorted;
+            if (tiled && cuda::nufft_tiling(g).tile_size() * 8 > cuda::kMaxTileBytes)
                 continue;  // no tile fits: Auto never picks it
+            if (interp_methods[k] == cuda::InterpMethod::TileRows && (c.dims != 3 || c.width > 8)) {
+                EXPECT_THROW(cuda::nufft_interp_with(*be, g, *points, x_dev, samples, interp_methods[k]), std::invalid_argument);
+                continue;  // 3D and widths up to 8 only: Auto never picks it elsewhere
+            }
             cuda::nufft_interp_with(*be, g, *points, x_dev, samples, interp_methods[k]);
             const double err = relative_error(download(samples), interp_ref);
             note(worst_interp, err, c.name() + ", " + interp_names[k]);
