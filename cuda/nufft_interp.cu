@@ -251,8 +251,9 @@ __global__ void __launch_bounds__(kTileThreads) interp_rows_kernel(InterpArgs a)
 
 InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p) {
     const CudaNufftPointSet& s = cuda_point_set(g, p, "cuda::nufft_interp_choice");
-    if (!shared_tiles_pay_off(g, s.tiling)) return InterpMethod::GlobalSorted;
-    return g.dims == 3 && g.width <= 8 ? InterpMethod::TileRows : InterpMethod::SharedTiles;
+    // TileRows is not picked until it is timed against SharedTiles on a GPU (session 27 ran its tests,
+    // not its benchmark: `nufft_kernels_bench --benchmark_filter='NufftInterp/2/(5|7)/(1|3)/'`).
+    return shared_tiles_pay_off(g, s.tiling) ? InterpMethod::SharedTiles : InterpMethod::GlobalSorted;
 }
 
 void nufft_interp(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples) {

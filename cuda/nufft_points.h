@@ -88,7 +88,7 @@ void nufft_spread_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, 
 // loads and each point read from there ("SM", cuFINUFFT's type-2 method 2). Auto picks by density,
 // with the same rule as spreading. TileRows (3D, widths up to 8): the shared tile too, but 16 lanes per
 // point, one per (window row, plane parity), so the lanes of a point read distinct banks
-// (cuda/nufft_interp.cu); Auto takes it for 3D tiles.
+// (cuda/nufft_interp.cu); chosen explicitly until it is timed (Auto keeps the two measured methods).
 enum class InterpMethod { Auto, SharedTiles, GlobalSorted, TileRows };
 InterpMethod nufft_interp_choice(const NufftGrid& g, const NufftPointSet& p);
 void nufft_interp_with(Backend& be, const NufftGrid& g, const NufftPointSet& p, const CArray& grid, CArray& samples,
