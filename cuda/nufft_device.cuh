@@ -11,37 +11,31 @@
 
 namespace larmor::cuda {
 
-// The W kernel values of a point at coordinate u (grid units) along one axis, for the grid points
-// i0, i0 + 1, ..., i0 + W - 1 with i0 = ceil(u - W/2) (returned): those with |g - u| < W/2.
+// The j-th kernel value of a point at coordinate u (grid units) along one axis, for the grid point
+// i0 + j with i0 = ceil(u - W/2) (returned): 0 unless |g - u| < W/2 and j < W.
 // phi(z) = exp(beta (sqrt(1 - z^2) - 1)) with z = 2 (g - u) / W, and 0 at |z| >= 1 (a point exactly
 // W/2 away is outside the support, as the contract says). expf/sqrtf (not the fast intrinsics): the
 // values cost W per axis and point while the additions they feed cost W^dims, and full precision keeps
-// the float kernel error (~1e-7 relative) far below the 1e-5 the NUFFT needs.
-template <int W>
-__device__ __forceinline__ int es_kernel_values(float u, float beta, float (&k)[W]) {
-    const float first = ceilf(u - 0.5f * W);
-    const float x0 = first - u;  // in [-W/2, -W/2 + 1): exact, the two are within a factor of two
-    constexpr float scale = 2.f / W;
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-        const float z = (x0 + static_cast<float>(j)) * scale;
-        const float s = 1.f - z * z;
-        k[j] = s > 0.f ? expf(beta * (sqrtf(s) - 1.f)) : 0.f;
-    }
-    return static_cast<int>(first);
-}
-
-// The j-th of those values alone (0 for j >= W): the same arithmetic as es_kernel_values, so the two
-// give the same bits. For kernels whose lanes share a point's values (one each, then shuffled).
+// the float kernel error (~1e-7 relative) far below the 1e-5 the NUFFT needs. Kernels whose lanes share
+// a point's values compute one each and shuffle them.
 template <int W>
 __device__ __forceinline__ int es_kernel_value(float u, float beta, int j, float& k) {
     const float first = ceilf(u - 0.5f * W);
-    const float x0 = first - u;
+    const float x0 = first - u;  // in [-W/2, -W/2 + 1): exact, the two are within a factor of two
     constexpr float scale = 2.f / W;
     const float z = (x0 + static_cast<float>(j)) * scale;
     const float s = 1.f - z * z;
     k = (j < W && s > 0.f) ? expf(beta * (sqrtf(s) - 1.f)) : 0.f;
     return static_cast<int>(first);
+}
+
+// All W values of the point, for the grid points i0 .. i0 + W - 1 (i0 returned).
+template <int W>
+__device__ __forceinline__ int es_kernel_values(float u, float beta, float (&k)[W]) {
+    int first = 0;
+#pragma unroll
+    for (int j = 0; j < W; ++j) first = es_kernel_value<W>(u, beta, j, k[j]);
+    return first;
 }
 
 // g modulo n in [0, n) for any int g (grids narrower than the kernel wrap more than once).

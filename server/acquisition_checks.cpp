@@ -1,7 +1,6 @@
 #include "server/acquisition_checks.h"
 
-#include <cstdint>
-#include <cstring>
+#include "wire/float_checks.h"
 
 namespace larmor::server {
 namespace {
@@ -10,21 +9,6 @@ std::string described(const wire::Acquisition& a) {
     return "ACQUISITION (scan_counter " + std::to_string(a.head.scan_counter) + ", " +
            std::to_string(a.head.number_of_samples) + " samples x " + std::to_string(a.head.active_channels) +
            " channels)";
-}
-
-// A float is NaN or infinite exactly when its 8 exponent bits are all set (IEEE 754 binary32). Testing
-// the bits is a plain integer loop the compiler vectorises (no early exit per element), so a clean
-// acquisition, the common case, is read once at memory speed: 45 GB/s against 8.6 GB/s for the same
-// loop over std::isfinite, which gcc -O3 does not vectorise (measured on the 2-core CI machine); at
-// that speed the check was 35 % of the server's CPU time in a passthrough session (perf, issue 23).
-bool all_finite(const float* p, size_t n) {
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, p + i, sizeof bits);
-        bad |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    return bad == 0;
 }
 
 }  // namespace
@@ -42,9 +26,9 @@ DoorVerdict check_acquisition(const wire::Acquisition& a) {
         return {DoorVerdict::Refuse, described(a) + ": discard_pre " + std::to_string(h.discard_pre) +
                                          " + discard_post " + std::to_string(h.discard_post) + " exceed its " +
                                          std::to_string(h.number_of_samples) + " samples"};
-    if (!all_finite(reinterpret_cast<const float*>(a.data.data()), 2 * a.data.size()))
+    if (!wire::all_finite(reinterpret_cast<const float*>(a.data.data()), 2 * a.data.size()))
         return {DoorVerdict::Discard, "acquisitions with NaN or infinite samples (kept out of the images)"};
-    if (!all_finite(a.traj.data(), a.traj.size()))
+    if (!wire::all_finite(a.traj.data(), a.traj.size()))
         return {DoorVerdict::Discard, "acquisitions with NaN or infinite trajectory points (kept out of the images)"};
     return {};
 }

@@ -7,12 +7,14 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "wire/codec.h"
+#include "wire/float_checks.h"
 #include "wire/sample_pool.h"
 #include "tests/support/nhlbi_encoder.h"
 #include "tests/support/wire_util.h"
@@ -818,3 +820,34 @@ TEST(SamplePool, ReusesFreedBlocksOfTheSameSizeWithinItsBound) {
 
 }  // namespace
 }  // namespace larmor
+
+// The door's and ImageFinish's checks: every kind of non-finite value found wherever it sits (also in a
+// vectorised loop's remainder), signed zeros are zero, the smallest subnormal is not.
+TEST(FloatChecks, FindNonFiniteValuesAndNonzeroOnes) {
+    namespace wire = larmor::wire;
+    const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::signaling_NaN()};
+    for (size_t n : {size_t{1}, size_t{7}, size_t{64}, size_t{1027}}) {
+        std::vector<float> v(n, 0.f);
+        v[n / 2] = -0.f;
+        wire::FloatSummary s = wire::summarize_floats(v.data(), n);
+        EXPECT_TRUE(s.all_finite) << n;
+        EXPECT_FALSE(s.any_nonzero) << n;
+        v[n - 1] = std::numeric_limits<float>::denorm_min();
+        s = wire::summarize_floats(v.data(), n);
+        EXPECT_TRUE(s.all_finite && s.any_nonzero) << n;
+        EXPECT_TRUE(wire::all_finite(v.data(), n)) << n;
+        v[n - 1] = -std::numeric_limits<float>::max();
+        EXPECT_TRUE(wire::all_finite(v.data(), n)) << n;
+        for (float x : specials)
+            for (size_t at : {size_t{0}, n / 2, n - 1}) {
+                std::vector<float> w(n, 1.f);
+                w[at] = x;
+                EXPECT_FALSE(wire::summarize_floats(w.data(), n).all_finite) << x << " at " << at << " of " << n;
+                EXPECT_FALSE(wire::all_finite(w.data(), n)) << x << " at " << at << " of " << n;
+            }
+    }
+    EXPECT_TRUE(wire::summarize_floats(nullptr, 0).all_finite);
+    EXPECT_FALSE(wire::summarize_floats(nullptr, 0).any_nonzero);
+}
