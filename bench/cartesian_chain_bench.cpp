@@ -4,6 +4,7 @@
 //   BM_CartesianFrameLatency_<backend>/<combine>: from the arrival of the frame's last readout to
 //     the finished image (the earlier 255 readouts were fed untimed, as they arrive during the scan);
 //     this is what the patient-table latency is made of.
+//   BM_CartesianFrameTimeline_GPU_rss: the latency row with the timeline counters below.
 //   BM_CartesianFrameTotal_<backend>/<combine>: all 256 readouts in, image out (host-inclusive).
 //   BM_SessionFirstFrame_<backend>_rss: the same frame as the first of a new session (backend and
 //     gadgets made, header read), for a shape the process has reconstructed before.
@@ -13,6 +14,10 @@
 //     same work as the Cartesian chain's FFT + combination (the issue asks for at most 2x its latency).
 // Each iteration is timed with a host clock around work that ends in a device->host copy of the
 // image (a synchronisation), so the host clock measures the device work too.
+// The latency rows' timeline counters (GPU): for gadget i, host_at_us_i is when the host entered it and
+// dev_at_us_i when the device had finished everything queued before it, both since the last readout
+// was handed in (a CUDA event on the session's stream at each gadget's entry). Where dev_at follows
+// host_at closely the device was waiting for the host; where it lags, for its own work.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -27,6 +32,11 @@
 #include "core/backend.h"
 #include "gadgets/chain_config.h"
 #include "gadgets/factories.h"
+
+#ifdef LARMOR_WITH_CUDA
+#include "bench/gpu_timing.h"
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace {
 
@@ -64,6 +74,54 @@ public:
     bool timed = false;
     const std::vector<double>& host_us() const { return host_us_; }
     const std::vector<std::string>& names() const { return names_; }
+    // The timeline of timed feeds (GPU only; see the top): sums over the feeds, per gadget.
+    bool timeline = false;
+    const std::vector<double>& host_at_us() const { return host_at_us_; }
+    const std::vector<double>& dev_at_us() const { return dev_at_us_; }
+    double dev_end_us() const { return dev_end_us_; }
+    void feed_timed(Message m) {
+#ifdef LARMOR_WITH_CUDA
+        if (timeline && backend_->device() == Device::Cuda) {
+            if (events_.empty()) {
+                events_.resize(gadgets_.size() + 1);
+                for (auto& e : events_) BENCH_CUDA(cudaEventCreate(&e));
+                host_at_us_.assign(gadgets_.size(), 0.0);
+                dev_at_us_.assign(gadgets_.size(), 0.0);
+            }
+            t_feed_ = std::chrono::steady_clock::now();
+            timed = true;
+            feed(std::move(m));
+            timed = false;
+            BENCH_CUDA(cudaEventRecord(events_.back(), cuda::backend_stream(*backend_)));
+            pending_timeline_ = true;
+            return;
+        }
+#endif
+        timed = true;
+        feed(std::move(m));
+        timed = false;
+    }
+    // Adds the last timed feed's device timeline to the sums (outside the timed region).
+    void collect_timeline() {
+#ifdef LARMOR_WITH_CUDA
+        if (!pending_timeline_) return;
+        pending_timeline_ = false;
+        BENCH_CUDA(cudaEventSynchronize(events_.back()));
+        for (size_t i = 0; i < gadgets_.size(); ++i) {
+            float ms = 0;
+            BENCH_CUDA(cudaEventElapsedTime(&ms, events_[0], events_[i]));
+            dev_at_us_[i] += 1e3 * ms;
+        }
+        float ms = 0;
+        BENCH_CUDA(cudaEventElapsedTime(&ms, events_[0], events_.back()));
+        dev_end_us_ += 1e3 * ms;
+#endif
+    }
+    ~Pipeline() {
+#ifdef LARMOR_WITH_CUDA
+        for (auto& e : events_) cudaEventDestroy(e);
+#endif
+    }
 
 private:
     struct Link final : Emitter {
@@ -79,6 +137,12 @@ private:
         }
         if (!timed) return gadgets_[i]->process(std::move(m), *emitters_[i]);
         const auto t0 = std::chrono::steady_clock::now();
+#ifdef LARMOR_WITH_CUDA
+        if (!events_.empty() && timeline) {
+            host_at_us_[i] += std::chrono::duration<double, std::micro>(t0 - t_feed_).count();
+            BENCH_CUDA(cudaEventRecord(events_[i], cuda::backend_stream(*backend_)));
+        }
+#endif
         const double child_before = child_us_;
         child_us_ = 0;
         gadgets_[i]->process(std::move(m), *emitters_[i]);
@@ -97,13 +161,22 @@ private:
     std::vector<std::string> names_;
     std::vector<double> host_us_;
     double child_us_ = 0;
+    std::vector<double> host_at_us_, dev_at_us_;
+    double dev_end_us_ = 0;
+    bool pending_timeline_ = false;
+    std::chrono::steady_clock::time_point t_feed_;
+#ifdef LARMOR_WITH_CUDA
+    std::vector<cudaEvent_t> events_;  // one per gadget's entry, and one after the feed
+#endif
 };
 
 std::shared_ptr<Backend> backend_for(bool gpu) { return gpu ? make_cuda_backend() : make_cpu_backend(); }
 
 // accel > 1: the frame holds the lines y = 0 (mod accel) only (255 is one of them for 3), and the first
 // warm-up frame also carries the 48 central lines as calibration lines (flags 20 and 21).
-void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bool latency_only, int accel = 1) {
+// timeline: the latency row with the timeline counters (its event records add a little host time).
+void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bool latency_only, int accel = 1,
+                 bool timeline = false) {
     if (gpu && !cuda_available()) {
         state.SkipWithError("no CUDA device");
         return;
@@ -137,6 +210,7 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
         }
         auto run_frame = [&](bool timed_part_only, benchmark::State* st) {
             if (timed_part_only && st) st->PauseTiming();
+            p.collect_timeline();
             for (int y = 0; y < lines - 1; ++y) p.feed(line(y));
             // The last readout as the server would have decoded it: its copy from the template is not
             // part of the latency.
@@ -147,20 +221,31 @@ void frame_bench(benchmark::State& state, bool gpu, const std::string& chain, bo
                 p.settle();
                 st->ResumeTiming();
             }
-            p.timed = timed_part_only && st;
-            p.feed(std::move(last));
-            p.timed = false;
+            if (timed_part_only && st) {
+                p.timeline = timeline;
+                p.feed_timed(std::move(last));
+                p.timeline = false;
+            } else {
+                p.feed(std::move(last));
+            }
             ++rep;
         };
         for (int w = 0; w < 3; ++w) run_frame(false, nullptr);  // plans, pools, first touch
         const size_t before = p.images();
         for (auto _ : state) run_frame(latency_only, &state);
+        p.collect_timeline();
         if (p.images() - before != size_t(state.iterations()))
             throw std::runtime_error("expected one image per frame, got " + std::to_string(p.images() - before));
-        if (latency_only)
+        if (latency_only) {
+            const double n = double(state.iterations());
             for (size_t i = 0; i < p.names().size(); ++i)
-                state.counters["host_us_" + std::to_string(i) + "_" + p.names()[i]] =
-                    p.host_us()[i] / double(state.iterations());
+                state.counters["host_us_" + std::to_string(i) + "_" + p.names()[i]] = p.host_us()[i] / n;
+            for (size_t i = 0; i < p.dev_at_us().size(); ++i) {
+                state.counters["host_at_us_" + std::to_string(i)] = p.host_at_us()[i] / n;
+                state.counters["dev_at_us_" + std::to_string(i)] = p.dev_at_us()[i] / n;
+            }
+            if (!p.dev_at_us().empty()) state.counters["dev_end_us"] = p.dev_end_us() / n;
+        }
     } catch (const std::exception& e) {
         state.SkipWithError(e.what());
         return;
@@ -248,6 +333,7 @@ BENCHMARK_CAPTURE(first_frame_bench, SessionFirstFrame_CPU_rss, false, std::stri
 // Latency rows run a fixed number of frames: each timed iteration first feeds 255 untimed readouts.
 BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_GPU_rss, true, std::string("cartesian-rss"), true)->Unit(benchmark::kMicrosecond)->Iterations(200);
 BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_GPU_walsh, true, std::string("cartesian"), true)->Unit(benchmark::kMicrosecond)->Iterations(200);
+BENCHMARK_CAPTURE(frame_bench, CartesianFrameTimeline_GPU_rss, true, std::string("cartesian-rss"), true, 1, true)->Unit(benchmark::kMicrosecond)->Iterations(200);
 BENCHMARK_CAPTURE(frame_bench, CartesianFrameTotal_GPU_rss, true, std::string("cartesian-rss"), false)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 BENCHMARK_CAPTURE(frame_bench, CartesianFrameLatency_CPU_rss, false, std::string("cartesian-rss"), true)->Unit(benchmark::kMicrosecond)->Iterations(20);
 BENCHMARK_CAPTURE(frame_bench, CartesianFrameTotal_CPU_rss, false, std::string("cartesian-rss"), false)->Unit(benchmark::kMicrosecond)->MinTime(1.0);

@@ -4,8 +4,9 @@
 //   BM_CgSenseNormal{GPU,CPU}/coils     E^H E x alone (the normal operator, through the overrides:
 //                                       S^H (F_y^H M F_y) S, core/linops/sampled_fft.h)
 //   BM_CgSenseIteration{GPU,CPU}/coils/fused/recorded
-//                                       one ConjugateGradient::update(): the normal operator plus
-//                                       the Tikhonov term, five vector operations and the
+//                                       one ConjugateGradient::update(): the direction update, the
+//                                       normal operator and the Tikhonov term (fused: one launch;
+//                                       composed: the operators), dot, cg_step and the
 //                                       asynchronous read of ||r||^2; 25 iterations back to back
 //                                       and a final wait, per iteration (what a reconstruction pays)
 //   BM_CgSenseMaps{GPU,CPU}/coils       the coil maps of a recon buffer (calibration region, image,

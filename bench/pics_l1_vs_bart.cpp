@@ -5,7 +5,7 @@
 // Two problems. 2D: tests/core_l1_recon_test.cpp's at 256 x 256: larmor-phantom's analytic phantom,
 // 8 coils, a variable-density Poisson-disc mask over the image plane (larmor-phantom's pattern of a
 // (ky, kz) plane, one slice of a 3D scan whose readout has been transformed) with a 24 x 24
-// calibration block. 3D: larmor-phantom's 3D phantom, 64 x 64 x 32, 8 coils, its Poisson disc over
+// calibration block. 3D: larmor-phantom's 3D phantom, 64 x 64 x 32 (--volume), 8 coils, its Poisson disc over
 // (ky, kz) with a 16 x 16 calibration block, every readout sampled; both tools then transform and
 // threshold over all three axes. Each at R = 4 (accel 2 x 2) and R = 6 (2 x 3), with complex Gaussian
 // noise of 10 % of the k-space RMS on every sample. Truth: the root sum of squares of the noiseless fully sampled coil
@@ -52,6 +52,11 @@
 // from the calibration block with the chains' calibration weights, 0.001 in 2D and 0.0003 for the 3D
 // kernels, each readout position its own 2D problem), the SPIRiT coil images combined with the maps
 // (the spirit gadget's default).
+//
+// Options for other problems: --volume XxYxZ and --volume-acs N (the 3D geometry), --only 2d|3d and
+// --accel 2x2|2x3 (a subset of the cases), --lambdas a,b,c (one grid for both tools), and
+// --spirit-calibration / --spirit-beta (the 3D SPIRiT kernels' calibration weight, the penalised
+// form's consistency weight).
 //
 // Timing (wall clock, median of --runs after one warm-up; lambda 0.01 on both sides): Larmor's
 // solver alone (set-up with the power method + 50 iterations), Larmor's maps (ESPIRiT) + solver,
@@ -108,15 +113,25 @@ using larmor::bench::shell;
 using larmor::bench::write_cfl;
 
 constexpr size_t kN = 256, kCoils = 8, kAcs = 24;
-// The 3D problem: RO x E1 x E2 and its calibration block.
-constexpr size_t kVx = 64, kVy = 64, kVz = 32, kVolumeAcs = 16;
+// The 3D problem: RO x E1 x E2 and its calibration block (--volume, --volume-acs). The default's block
+// is 1/8 of the (ky, kz) plane and about 3/4 of the samples at R = 6; --volume 128x128x64 keeps the
+// block and brings it to about 1/5 of the samples, as in a clinical 3D scan.
+struct VolumeGeometry {
+    size_t x = 64, y = 64, z = 32, acs = 16;
+};
+VolumeGeometry g_volume;
+// SPIRiT's calibration weight for the 3D kernels and the penalised form's consistency weight beta
+// (--spirit-calibration, --spirit-beta): the chains' values by default.
+float g_spirit_calibration_3d = 0.0003f;  // config/l1spirit_3d.pbtxt's
+float g_spirit_beta = larmor::L1SpiritFistaSettings{}.consistency_lambda;
 constexpr int kIterations = 50;
 constexpr double kNoise = 0.1;  // of the k-space RMS, as tests/core_l1_recon_test.cpp
 // BART's -r under -w s means the same numbers as Larmor's relative lambda, so both tools sweep one
 // grid, with steps of at most 2x from 0.005 to 0.05 (session 17's coarser grids left Larmor's
 // best at the grid's end at R = 4, and both tools' best between points 2.5x apart).
-const std::vector<float> kLarmorLambdas{0.002f, 0.005f, 0.01f, 0.015f, 0.02f, 0.03f, 0.05f};
-const std::vector<float> kBartLambdas{0.001f, 0.002f, 0.005f, 0.01f, 0.015f, 0.02f, 0.03f, 0.05f};
+// --lambdas sets one grid for both (a shorter sweep for a larger problem).
+std::vector<float> g_larmor_lambdas{0.002f, 0.005f, 0.01f, 0.015f, 0.02f, 0.03f, 0.05f};
+std::vector<float> g_bart_lambdas{0.001f, 0.002f, 0.005f, 0.01f, 0.015f, 0.02f, 0.03f, 0.05f};
 constexpr float kTimedLambda = 0.01f;
 // Larmor's reconstructions stop the wavelet at a 16 x 16 low band (4 levels at 256), the nearest to
 // BART's rule (256 -> 129 -> 65 -> 33 -> 17 -> 10 with its (n + 3) / 2 bands), and shift the basis at
@@ -128,7 +143,8 @@ struct Case {
     int accel_y, accel_z;
     bool volume;  // the 3D problem
 };
-const std::vector<Case> kCases{{2, 2, false}, {2, 3, false}, {2, 2, true}, {2, 3, true}};
+// --only 2d / 3d keeps one kind.
+std::vector<Case> g_cases{{2, 2, false}, {2, 3, false}, {2, 2, true}, {2, 3, true}};
 
 struct Options {
     int runs = 3;
@@ -155,8 +171,54 @@ Options parse(int argc, char** argv) {
             const std::string v = value();
             o.runs = std::atoi(v.c_str());
             if (o.runs < 1) throw std::invalid_argument("--runs " + v + ": need at least 1");
+        } else if (a == "--volume") {
+            const std::string v = value();
+            VolumeGeometry g = g_volume;
+            if (std::sscanf(v.c_str(), "%zux%zux%zu", &g.x, &g.y, &g.z) != 3 || g.x < 8 || g.y < 8 || g.z < 8)
+                throw std::invalid_argument("--volume " + v + ": want XxYxZ, each at least 8");
+            g_volume = g;
+        } else if (a == "--volume-acs") {
+            const std::string v = value();
+            const long n = std::atol(v.c_str());
+            if (n < 6) throw std::invalid_argument("--volume-acs " + v + ": need at least 6");
+            g_volume.acs = size_t(n);
+        } else if (a == "--lambdas") {
+            const std::string v = value();
+            std::vector<float> grid;
+            std::stringstream in(v);
+            for (std::string item; std::getline(in, item, ',');) {
+                const float l = std::strtof(item.c_str(), nullptr);
+                if (!(l > 0.f)) throw std::invalid_argument("--lambdas " + v + ": '" + item + "' is not a lambda > 0");
+                grid.push_back(l);
+            }
+            if (grid.empty()) throw std::invalid_argument("--lambdas " + v + ": empty");
+            g_larmor_lambdas = g_bart_lambdas = grid;
+        } else if (a == "--spirit-calibration" || a == "--spirit-beta") {
+            const std::string v = value();
+            const float x = std::strtof(v.c_str(), nullptr);
+            if (!(x > 0.f) || !std::isfinite(x)) throw std::invalid_argument(a + " " + v + ": want a value > 0");
+            (a == "--spirit-beta" ? g_spirit_beta : g_spirit_calibration_3d) = x;
+        } else if (a == "--accel") {
+            const std::string v = value();
+            int y = 0, z = 0;
+            if (std::sscanf(v.c_str(), "%dx%d", &y, &z) != 2) throw std::invalid_argument("--accel " + v + ": want YxZ");
+            std::vector<Case> kept;
+            for (const Case& c : g_cases)
+                if (c.accel_y == y && c.accel_z == z) kept.push_back(c);
+            if (kept.empty()) throw std::invalid_argument("--accel " + v + ": no such case (2x2 or 2x3)");
+            g_cases = kept;
+        } else if (a == "--only") {
+            const std::string v = value();
+            if (v != "2d" && v != "3d") throw std::invalid_argument("--only " + v + ": want 2d or 3d");
+            const bool volume = v == "3d";
+            std::vector<Case> kept;
+            for (const Case& c : g_cases)
+                if (c.volume == volume) kept.push_back(c);
+            g_cases = kept;
         } else {
-            throw std::invalid_argument("unknown argument '" + a + "' (use --runs 3 --bart PATH --json FILE --keep)");
+            throw std::invalid_argument("unknown argument '" + a +
+                                        "' (use --runs 3 --bart PATH --json FILE --keep --volume XxYxZ --volume-acs N "
+                                        "--lambdas a,b,c --only 2d|3d --accel 2x3 --spirit-calibration L --spirit-beta B)");
         }
     }
     return o;
@@ -188,9 +250,9 @@ void add_noise(Data& d) {
 Data volume_data(int accel_y, int accel_z) {
     larmor::phantom::PhantomSpec s;
     s.dims = 3;
-    s.nx = int(kVx);
-    s.ny = int(kVy);
-    s.nz = int(kVz);
+    s.nx = int(g_volume.x);
+    s.ny = int(g_volume.y);
+    s.nz = int(g_volume.z);
     s.coils = int(kCoils);
     s.fov_mm[0] = s.fov_mm[1] = 240.0;
     s.fov_mm[2] = 120.0;
@@ -198,11 +260,11 @@ Data volume_data(int accel_y, int accel_z) {
     s.sampling = larmor::phantom::Sampling::poisson;
     s.accel_y = accel_y;
     s.accel_z = accel_z;
-    s.acs_lines = int(kVolumeAcs);
+    s.acs_lines = int(g_volume.acs);
     s.seed = 5;
     const std::vector<std::complex<float>> k = larmor::phantom::Phantom(s).kspace_all();
     Data d;
-    d.image = {kVx, kVy, kVz};
+    d.image = {g_volume.x, g_volume.y, g_volume.z};
     d.volume = true;
     if (k.size() != d.image.size() * kCoils)
         throw std::runtime_error("3D phantom k-space has " + std::to_string(k.size()) + " samples, expected " +
@@ -212,11 +274,11 @@ Data volume_data(int accel_y, int accel_z) {
     size_t count = 0;
     for (const larmor::phantom::PhaseEncode& e : larmor::phantom::sampling_pattern(s))
         if (e.imaging || e.calibration) {
-            for (size_t x = 0; x < kVx; ++x) d.mask.data()[x + kVx * (size_t(e.e1) + kVy * size_t(e.e2))] = 1.f;
+            for (size_t x = 0; x < g_volume.x; ++x) d.mask.data()[x + g_volume.x * (size_t(e.e1) + g_volume.y * size_t(e.e2))] = 1.f;
             ++count;
         }
-    d.rate = double(count) / double(kVy * kVz);
-    d.full = CArray::host({kVx, kVy, kVz, kCoils});
+    d.rate = double(count) / double(g_volume.y * g_volume.z);
+    d.full = CArray::host({g_volume.x, g_volume.y, g_volume.z, kCoils});
     std::copy(k.begin(), k.end(), d.full.data());
     add_noise(d);
     return d;
@@ -294,10 +356,10 @@ double nrmse_scaled(const std::vector<double>& x, const std::vector<double>& t) 
 // chains' way, per readout position from the 16 x 16 block (coils::espirit_maps_3d).
 CArray compute_maps(larmor::Backend& cpu, const Data& d) {
     if (d.volume) {
-        const size_t y0 = kVy / 2 - kVolumeAcs / 2, z0 = kVz / 2 - kVolumeAcs / 2;
-        return larmor::coils::espirit_maps_3d(cpu, d.sampled, y0, y0 + kVolumeAcs, z0, z0 + kVolumeAcs,
+        const size_t y0 = g_volume.y / 2 - g_volume.acs / 2, z0 = g_volume.z / 2 - g_volume.acs / 2;
+        return larmor::coils::espirit_maps_3d(cpu, d.sampled, y0, y0 + g_volume.acs, z0, z0 + g_volume.acs,
                                               larmor::coils::EspiritSettings{})
-            .maps.reshaped({kVx, kVy, kVz, kCoils});
+            .maps.reshaped({g_volume.x, g_volume.y, g_volume.z, kCoils});
     }
     const CArray block = larmor::coils::calibration_block(d.sampled, kN / 2 - kAcs / 2, kN / 2 + kAcs / 2, kAcs, kAcs);
     const larmor::coils::EspiritSettings es;
@@ -391,9 +453,9 @@ SpiritInput spirit_input(larmor::Backend& cpu, const Data& d) {
     SpiritInput in;
     larmor::coils::SpiritSettings ks;
     if (d.volume) {
-        ks.lambda = 0.0003f;  // config/l1spirit_3d.pbtxt's
-        const size_t y0 = kVy / 2 - kVolumeAcs / 2, z0 = kVz / 2 - kVolumeAcs / 2;
-        in.g = larmor::coils::spirit_image_kernels_3d(cpu, d.sampled, y0, y0 + kVolumeAcs, z0, z0 + kVolumeAcs, 24, ks);
+        ks.lambda = g_spirit_calibration_3d;
+        const size_t y0 = g_volume.y / 2 - g_volume.acs / 2, z0 = g_volume.z / 2 - g_volume.acs / 2;
+        in.g = larmor::coils::spirit_image_kernels_3d(cpu, d.sampled, y0, y0 + g_volume.acs, z0, z0 + g_volume.acs, 24, ks);
         in.kspace = cpu.empty(d.sampled.shape());
         cpu.fft(d.sampled, in.kspace, 0b001u, larmor::FFTDirection::Inverse);
         in.mask = d.mask;
@@ -434,7 +496,7 @@ Others others(const std::shared_ptr<larmor::Backend>& cpu, const Data& d, const 
     larmor::CgSpirit cs = larmor::cg_spirit(cpu, in.kspace, in.mask, in.g, 1.f, cg);
     larmor::run(*cs.solver);
     o.cg_spirit = nrmse_scaled(combined(*cpu, maps, cs.images, d), truth);
-    for (float lambda : kLarmorLambdas) {
+    for (float lambda : g_larmor_lambdas) {
         larmor::L1SpiritSettings ps;
         ps.lambda = lambda;
         ps.iterations = kIterations;
@@ -444,6 +506,7 @@ Others others(const std::shared_ptr<larmor::Backend>& cpu, const Data& d, const 
         larmor::L1SpiritFistaSettings fs;
         fs.lambda = lambda;
         fs.iterations = kIterations;
+        fs.consistency_lambda = g_spirit_beta;
         larmor::L1SpiritFista f = larmor::l1_spirit_fista(cpu, in.kspace, in.mask, in.g, fs);
         larmor::run(*f.solver);
         o.fista.push_back({lambda, nrmse_scaled(combined(*cpu, maps, f.images, d), truth)});
@@ -490,7 +553,7 @@ Result bench(const Options& o, const Case& cs, const fs::path& root) {
     write_cfl(dir / "pattern", pattern);
 
     std::vector<std::vector<double>> larmor_images, larmor4_images;
-    for (float lambda : kLarmorLambdas) {
+    for (float lambda : g_larmor_lambdas) {
         const larmor::L1WaveletSense p = solve(cpu, d, maps, lambda);
         const CArray h = cpu->to_host(p.image);
         larmor_images.push_back(magnitude(h.data(), h.size(), n));
@@ -507,16 +570,16 @@ Result bench(const Options& o, const Case& cs, const fs::path& root) {
     r.others = others(cpu, d, maps, truth);
     r.bart_scale = bart_own_scale(o, dir);
 
-    for (size_t i = 0; i < kBartLambdas.size(); ++i) {
-        const float lambda = kBartLambdas[i];
+    for (size_t i = 0; i < g_bart_lambdas.size(); ++i) {
+        const float lambda = g_bart_lambdas[i];
         for (bool spin : {false, true}) {
             const std::string out = (spin ? "bart_spin_" : "bart_") + std::to_string(i);
             shell(pics_command(o, dir, lambda, kIterations, r.scale, spin, out));
             const std::vector<double> image = magnitude(read_cfl(dir / out, n).data(), n, n);
             (spin ? r.bart_spin : r.bart).push_back({lambda, nrmse_scaled(image, truth)});
             if (spin) continue;
-            for (size_t j = 0; j < kLarmorLambdas.size(); ++j)
-                if (kLarmorLambdas[j] == lambda) {
+            for (size_t j = 0; j < g_larmor_lambdas.size(); ++j)
+                if (g_larmor_lambdas[j] == lambda) {
                     r.agreement.push_back({lambda, nrmse_scaled(image, larmor_images[j])});
                     r.agreement4.push_back({lambda, nrmse_scaled(image, larmor4_images[j])});
                 }
@@ -574,7 +637,7 @@ std::string now_utc() {
 }
 
 std::string label(const Result& r) {
-    return std::string(r.c.volume ? "3D 64x64x32" : "2D 256x256") + " R=" + fixed(1.0 / r.rate, 2) + " (" +
+    return (r.c.volume ? "3D " + std::to_string(g_volume.x) + "x" + std::to_string(g_volume.y) + "x" + std::to_string(g_volume.z) : std::string("2D 256x256")) + " R=" + fixed(1.0 / r.rate, 2) + " (" +
            std::to_string(r.c.accel_y) + "x" + std::to_string(r.c.accel_z) + ")";
 }
 
@@ -610,18 +673,18 @@ int main(int argc, char** argv) try {
     const char* policy_env = std::getenv("OMP_WAIT_POLICY");  // inherited by bart through std::system
     const std::string policy = policy_env ? policy_env : "unset";
     std::vector<Result> results;
-    for (const Case& c : kCases) {
+    for (const Case& c : g_cases) {
         std::cout << (c.volume ? "3D " : "2D ") << "accel " << c.accel_y << "x" << c.accel_z << " ...\n" << std::flush;
         results.push_back(bench(o, c, tmp.path));
     }
 
-    std::vector<float> lambdas = kLarmorLambdas;
-    lambdas.insert(lambdas.end(), kBartLambdas.begin(), kBartLambdas.end());
+    std::vector<float> lambdas = g_larmor_lambdas;
+    lambdas.insert(lambdas.end(), g_bart_lambdas.begin(), g_bart_lambdas.end());
     std::sort(lambdas.begin(), lambdas.end());
     lambdas.erase(std::unique(lambdas.begin(), lambdas.end()), lambdas.end());
 
-    std::cout << "\nl1-wavelet SENSE, 2D " << kN << "x" << kN << " with " << kAcs << "x" << kAcs << " ACS and 3D " << kVx
-              << "x" << kVy << "x" << kVz << " with " << kVolumeAcs << "x" << kVolumeAcs << " ACS, " << kCoils
+    std::cout << "\nl1-wavelet SENSE, 2D " << kN << "x" << kN << " with " << kAcs << "x" << kAcs << " ACS and 3D " << g_volume.x
+              << "x" << g_volume.y << "x" << g_volume.z << " with " << g_volume.acs << "x" << g_volume.acs << " ACS, " << kCoils
               << " coils, Poisson disc, noise " << kNoise * 100 << " % of the k-space RMS, Larmor ESPIRiT maps for both, "
               << kIterations << " FISTA iterations from 0; median of " << o.runs << " runs (wall clock)\n"
               << "machine: " << cores << " cores, " << model << "; BART " << version << "; " << date

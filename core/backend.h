@@ -169,10 +169,14 @@ public:
     // x and previous of one shape, apart from each other and from out.
     virtual void change_norms(const CArray& x, CArray& previous, CArray& out) = 0;
     // A conjugate-gradient step's vector work in one pass (Hestenes & Stiefel 1952): x += a p, r -= a q,
-    // then out[0] = ||r||^2 (real part, accumulated in double). The same values as axpy(a, p, x),
-    // axpy(-a, q, r) and norm2(r, out), with one launch and one pass instead of three. x, r, p and q of
-    // one shape; x and r apart from each other, from p, q and out.
-    virtual void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& out) = 0;
+    // then norms = {norms[1], ||r||^2}: the squared residual norm before the step moves to norms[0]
+    // and the new one (real part, accumulated in double) takes its place, which is the pair the next
+    // search direction's beta = norms[1] / norms[0] needs, with no copy between iterations. a is
+    // evaluated before norms change, so it may be a ratio over norms[1]. The same values as
+    // axpy(a, p, x), axpy(-a, q, r) and norm2(r, ...), with one launch and one pass instead of three.
+    // x, r, p and q of one shape; x and r apart from each other, from p, q and norms; norms a
+    // two-element array on this backend's device.
+    virtual void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& norms) = 0;
     // out = a * b, or a * conj(b) with conj_b; b broadcast over a's trailing axes; out has a's shape
     // and may be the same view as a (not as a broadcast b).
     virtual void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b = false) = 0;

@@ -1,14 +1,14 @@
 // BLAS-1 and pointwise kernels of the CUDA backend. All are memory-bound: one pass over their
 // operands with coalesced accesses. Coefficients may come from device scalars (results of dot and
 // norm2), evaluated by every thread in double, so a solver never waits for a scalar on the host.
-// Reductions run in one launch: each block leaves a partial sum in double, and the last block to
-// arrive adds the partials in block order, so results do not depend on scheduling.
+// Reductions run in one launch, deterministic (cuda/reduction.cuh).
 #include <algorithm>
 #include <string>
 
 #include "cuda/blas1.h"
 #include "cuda/cuda_check.h"
 #include "cuda/launch_size.h"
+#include "cuda/reduction.cuh"
 
 namespace larmor::cuda {
 namespace {
@@ -19,26 +19,6 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 __device__ __forceinline__ float2 cmul(float2 a, float b) { return make_float2(a.x * b, a.y * b); }
-
-// The coefficient in double: ratios of squared norms can be far below float's normal range.
-__device__ float2 coefficient(const DevCoef& c) {
-    double vr = c.value.x, vi = c.value.y;
-    if (c.num) {
-        const float2 n = *c.num;
-        const double r = vr * n.x - vi * n.y, i = vr * n.y + vi * n.x;
-        vr = r;
-        vi = i;
-    }
-    if (c.den) {
-        const float2 d = *c.den;
-        const double m = double(d.x) * d.x + double(d.y) * d.y;
-        if (m == 0.0) return make_float2(0.f, 0.f);
-        const double r = (vr * d.x + vi * d.y) / m, i = (vi * d.x - vr * d.y) / m;
-        vr = r;
-        vi = i;
-    }
-    return make_float2(float(vr), float(vi));
-}
 
 template <class T>
 __device__ __forceinline__ T scaled(float2 a, T x);
@@ -72,35 +52,6 @@ __global__ void fill_kernel(T* x, long long n, T v) {
         x[i] = v;
 }
 
-__device__ __forceinline__ double2 dot_term(float2 x, float2 y) {
-    return make_double2(double(x.x) * y.x + double(x.y) * y.y, double(x.x) * y.y - double(x.y) * y.x);
-}
-__device__ __forceinline__ double2 dot_term(float x, float y) { return make_double2(double(x) * y, 0.0); }
-
-__device__ __forceinline__ double2 warp_sum(double2 v) {
-    for (int o = 16; o > 0; o >>= 1) {
-        v.x += __shfl_down_sync(0xffffffffu, v.x, o);
-        v.y += __shfl_down_sync(0xffffffffu, v.y, o);
-    }
-    return v;
-}
-
-// Sum of v over the block (blockDim.x a multiple of 32, at most 1024), valid in thread 0; the same
-// tree every time.
-__device__ double2 block_sum(double2 v) {
-    __shared__ double2 warps[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_sum(v);
-    __syncthreads();  // warps[] may still be read by a previous call
-    if (lane == 0) warps[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < static_cast<int>(blockDim.x >> 5) ? warps[lane] : make_double2(0.0, 0.0);
-        v = warp_sum(v);
-    }
-    return v;
-}
-
 template <class T>
 __global__ void dot_kernel(const T* __restrict__ x, const T* __restrict__ y, long long n, float2* out,
                            double2* partials, unsigned* counter) {
@@ -111,22 +62,8 @@ __global__ void dot_kernel(const T* __restrict__ x, const T* __restrict__ y, lon
         acc.x += t.x;
         acc.y += t.y;
     }
-    acc = block_sum(acc);
-    __shared__ bool last;
-    if (threadIdx.x == 0) {
-        partials[blockIdx.x] = acc;
-        __threadfence();  // the partial is visible to every block before the arrival is counted
-        last = atomicInc(counter, gridDim.x - 1) == gridDim.x - 1;  // wraps to 0 for the next launch
-    }
-    __syncthreads();
-    if (!last) return;
-    double2 s = make_double2(0.0, 0.0);
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-        const double2 p = __ldcg(partials + b);  // from L2: other blocks wrote it
-        s.x += p.x;
-        s.y += p.y;
-    }
-    s = block_sum(s);
+    if (!arrive_last(block_sum(acc), blockIdx.x, gridDim.x, partials, counter)) return;
+    const double2 s = sum_of_partials(partials, gridDim.x);
     if (threadIdx.x == 0) *out = make_float2(float(s.x), float(s.y));
 }
 
@@ -142,22 +79,8 @@ __global__ void change_norms_kernel(const float2* __restrict__ x, float2* __rest
         acc.y += double(v.x) * v.x + double(v.y) * v.y;
         previous[i] = v;
     }
-    acc = block_sum(acc);
-    __shared__ bool last;
-    if (threadIdx.x == 0) {
-        partials[blockIdx.x] = acc;
-        __threadfence();
-        last = atomicInc(counter, gridDim.x - 1) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last) return;
-    double2 s = make_double2(0.0, 0.0);
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-        const double2 p = __ldcg(partials + b);
-        s.x += p.x;
-        s.y += p.y;
-    }
-    s = block_sum(s);
+    if (!arrive_last(block_sum(acc), blockIdx.x, gridDim.x, partials, counter)) return;
+    const double2 s = sum_of_partials(partials, gridDim.x);
     if (threadIdx.x == 0) {
         out[0] = make_float2(float(s.x), 0.f);
         out[1] = make_float2(float(s.y), 0.f);
@@ -165,8 +88,10 @@ __global__ void change_norms_kernel(const float2* __restrict__ x, float2* __rest
 }
 
 // dot_kernel's scheme around CG's two updates: the coefficient once per thread, as in blas1_kernel.
+// Every block has evaluated it before it counts its arrival, so the last block may then rotate the
+// norms that the coefficient reads.
 __global__ void cg_step_kernel(DevCoef c, const float2* __restrict__ p, const float2* __restrict__ q,
-                               float2* __restrict__ x, float2* __restrict__ r, long long n, float2* out,
+                               float2* __restrict__ x, float2* __restrict__ r, long long n, float2* norms,
                                double2* partials, unsigned* counter) {
     const float2 a = coefficient(c), minus = make_float2(-a.x, -a.y);
     double2 acc = make_double2(0.0, 0.0);
@@ -178,22 +103,12 @@ __global__ void cg_step_kernel(DevCoef c, const float2* __restrict__ p, const fl
         const double2 t = dot_term(v, v);
         acc.x += t.x;
     }
-    acc = block_sum(acc);
-    __shared__ bool last;
+    if (!arrive_last(block_sum(acc), blockIdx.x, gridDim.x, partials, counter)) return;
+    const double2 s = sum_of_partials(partials, gridDim.x);
     if (threadIdx.x == 0) {
-        partials[blockIdx.x] = acc;
-        __threadfence();
-        last = atomicInc(counter, gridDim.x - 1) == gridDim.x - 1;
+        norms[0] = __ldcg(norms + 1);
+        norms[1] = make_float2(float(s.x), 0.f);
     }
-    __syncthreads();
-    if (!last) return;
-    double2 s = make_double2(0.0, 0.0);
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-        const double2 v = __ldcg(partials + b);
-        s.x += v.x;
-    }
-    s = block_sum(s);
-    if (threadIdx.x == 0) *out = make_float2(float(s.x), 0.f);
 }
 
 template <Pointwise Op, class A, class B>
@@ -390,10 +305,10 @@ void launch_change_norms(const float2* x, float2* previous, long long n, float2*
     LARMOR_CUDA_LAUNCH_CHECK("change_norms_kernel", elements(n));
 }
 
-void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* out,
+void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* norms,
                     ReductionScratch s, cudaStream_t stream) {
     const unsigned grid = grid_stride_blocks(n, kThreads, kReductionBlocks);
-    cg_step_kernel<<<grid, kThreads, 0, stream>>>(a, p, q, x, r, n, out, s.partials, s.counter);
+    cg_step_kernel<<<grid, kThreads, 0, stream>>>(a, p, q, x, r, n, norms, s.partials, s.counter);
     LARMOR_CUDA_LAUNCH_CHECK("cg_step_kernel", elements(n));
 }
 

@@ -49,8 +49,9 @@ void launch_soft_threshold(float lambda, const float2* x, float2* out, long long
 // out[0] = ||x - previous||^2, out[1] = ||x||^2 (double accumulation, fixed block order), previous = x.
 void launch_change_norms(const float2* x, float2* previous, long long n, float2* out, ReductionScratch s,
                          cudaStream_t stream);
-// x += a p, r -= a q, out[0] = ||r||^2 (double accumulation, fixed block order).
-void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* out,
+// x += a p, r -= a q, then norms = {norms[1], ||r||^2} (double accumulation, fixed block order); a is
+// evaluated by every block before the last one rotates norms, so it may read norms[1].
+void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* norms,
                     ReductionScratch s, cudaStream_t stream);
 // x[g nm + j] = (1 - m[j]) x + m[j] y where m[j] != 0, g < n / nm.
 void launch_blend(const float* m, long long nm, const float2* y, float2* x, long long n, cudaStream_t stream);

@@ -311,16 +311,16 @@ public:
                                   cuda::reduction_scratch_at(reduction_->data()), ctx_->stream());
     }
 
-    void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& out) override {
+    void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& norms) override {
         check_ours(p, "cg_step", "p");
         check_ours(q, "cg_step", "q");
         check_ours(x, "cg_step", "x");
         check_ours(r, "cg_step", "r");
-        check_ours(out, "cg_step", "out");
-        detail::check_cg_step(p, q, x, r, out);
+        check_ours(norms, "cg_step", "norms");
+        detail::check_cg_step(p, q, x, r, norms);
         const cuda::DevCoef c = coefficient(a, "cg_step");
         DeviceGuard g(ctx_->device());
-        cuda::launch_cg_step(c, dev(p), dev(q), dev(x), dev(r), count(x.size()), dev(out),
+        cuda::launch_cg_step(c, dev(p), dev(q), dev(x), dev(r), count(x.size()), dev(norms),
                              cuda::reduction_scratch_at(reduction_->data()), ctx_->stream());
     }
 

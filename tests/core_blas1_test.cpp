@@ -228,40 +228,50 @@ TEST_P(Blas1, BlendTakesTheDataWhereTheMaskIsSetAndLeavesTheRest) {
 }
 
 // cg_step: the three steps it fuses (axpy, axpy with -a, norm2), with a coefficient from device
-// scalars as CG passes it; on the CPU bit for bit, on CUDA to float rounding (FMA contraction may differ).
+// scalars as CG passes it, whose numerator is the norm the step replaces (CG's alpha = ||r||^2 / <p, Np>
+// reads norms[1]): the coefficient is the one from before the step, and the old norm moves to
+// norms[0]. On the CPU bit for bit, on CUDA to float rounding (FMA contraction may differ).
 TEST_P(Blas1, CgStepIsTwoAxpysAndANorm) {
     const Shape s{257, 3};
     const CArray p = rnd(s, 50), q = rnd(s, 51);
     CArray x1 = rnd(s, 52), r1 = rnd(s, 53), x2 = be->empty(s), r2 = be->empty(s);
     be->copy(x1, x2);
     be->copy(r1, r2);
-    CArray scalars = be->empty({2}), num = scalars.view(0, {1}), den = scalars.view(1, {1});
+    // Fused: norms = {7, ||p||^2}; apart: the same coefficient over separate scalars.
+    CArray norms = be->empty({2}), den = be->empty({1}), num = be->empty({1});
+    be->fill(norms, cfloat(7.f, 0.f));
+    CArray now = norms.view(1, {1});
+    be->norm2(p, now);
     be->norm2(p, num);
     be->dot(p, q, den);
-    const Coef a = Coef::ratio(cfloat(0.5f, 0.25f), num, den);
+    const Coef a = Coef::ratio(cfloat(0.5f, 0.25f), now, den);
+    const Coef a_apart = Coef::ratio(cfloat(0.5f, 0.25f), num, den);
     const Coef minus = Coef::ratio(cfloat(-0.5f, -0.25f), num, den);
-    CArray fused = be->zeros({1}), apart = be->zeros({1});
-    be->cg_step(a, p, q, x1, r1, fused);
-    be->axpy(a, p, x2);
+    CArray apart = be->zeros({1});
+    be->cg_step(a, p, q, x1, r1, norms);
+    be->axpy(a_apart, p, x2);
     be->axpy(minus, q, r2);
     be->norm2(r2, apart);
+    const auto n = host(norms);
+    EXPECT_EQ(n[0], host(num)[0]) << "the norm before the step moves to norms[0]";
+    EXPECT_EQ(n[1].imag(), 0.f);
     if (be->device() == Device::Cpu) {
         EXPECT_EQ(host(x1), host(x2));
         EXPECT_EQ(host(r1), host(r2));
-        EXPECT_EQ(host(fused), host(apart));
+        EXPECT_EQ(n[1], host(apart)[0]);
     } else {
         const auto a1 = host(x1), a2 = host(x2), b1 = host(r1), b2 = host(r2);
         for (size_t i = 0; i < a1.size(); ++i) {
             EXPECT_LT(std::abs(a1[i] - a2[i]), 1e-5 * (1 + std::abs(a2[i])));
             EXPECT_LT(std::abs(b1[i] - b2[i]), 1e-5 * (1 + std::abs(b2[i])));
         }
-        EXPECT_NEAR(host(fused)[0].real(), host(apart)[0].real(), 1e-5 * host(apart)[0].real());
+        EXPECT_NEAR(n[1].real(), host(apart)[0].real(), 1e-5 * host(apart)[0].real());
     }
     CArray alias = x1;
-    EXPECT_THROW(be->cg_step(a, p, q, x1, alias, fused), std::invalid_argument);
-    EXPECT_THROW(be->cg_step(a, x1, q, x1, r1, fused), std::invalid_argument);
-    CArray two = be->zeros({2});
-    EXPECT_THROW(be->cg_step(a, p, q, x1, r1, two), std::invalid_argument);
+    EXPECT_THROW(be->cg_step(a, p, q, x1, alias, norms), std::invalid_argument);
+    EXPECT_THROW(be->cg_step(a, x1, q, x1, r1, norms), std::invalid_argument);
+    CArray one = be->zeros({1});
+    EXPECT_THROW(be->cg_step(a, p, q, x1, r1, one), std::invalid_argument);
 }
 
 // change_norms: {||x - p||^2, ||x||^2} in double, then p = x; the same numbers as dot over the difference.

@@ -199,14 +199,15 @@ inline void check_cg_step(const CArray& p, const CArray& q, const CArray& x, con
     check_same_shape(p, "p", q, "q", "cg_step");
     check_same_shape(p, "p", x, "x", "cg_step");
     check_same_shape(p, "p", r, "r", "cg_step");
-    check_scalar_out(out, "cg_step");
+    if (out.size() != 2)
+        throw std::invalid_argument("cg_step: norms " + out.shape().str() + " must have two elements");
     check_disjoint(x, "x", r, "r", "cg_step");
     check_disjoint(x, "x", p, "p", "cg_step");
     check_disjoint(x, "x", q, "q", "cg_step");
     check_disjoint(r, "r", p, "p", "cg_step");
     check_disjoint(r, "r", q, "q", "cg_step");
-    check_disjoint(out, "out", x, "x", "cg_step");
-    check_disjoint(out, "out", r, "r", "cg_step");
+    check_disjoint(out, "norms", x, "x", "cg_step");
+    check_disjoint(out, "norms", r, "r", "cg_step");
 }
 
 // blend: x and y of one shape, m broadcast over their trailing axes, x apart from both.

@@ -127,15 +127,17 @@ public:
         out.data()[0] = cfloat(float(change), 0.f);
         out.data()[1] = cfloat(float(size), 0.f);
     }
-    void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& out) override {
+    void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& norms) override {
         check(p, "cg_step", "p");
         check(q, "cg_step", "q");
         check(x, "cg_step", "x");
         check(r, "cg_step", "r");
-        check(out, "cg_step", "out");
-        detail::check_cg_step(p, q, x, r, out);
-        const cfloat c = coefficient(a, "cg_step");
-        out.data()[0] = cfloat(float(cpu::cg_step(c, p.data(), q.data(), x.data(), r.data(), x.size(), threads_)), 0.f);
+        check(norms, "cg_step", "norms");
+        detail::check_cg_step(p, q, x, r, norms);
+        const cfloat c = coefficient(a, "cg_step");  // before norms change: a may be a ratio over norms[1]
+        const double rr = cpu::cg_step(c, p.data(), q.data(), x.data(), r.data(), x.size(), threads_);
+        norms.data()[0] = norms.data()[1];
+        norms.data()[1] = cfloat(float(rr), 0.f);
     }
     void blend(const RArray& m, const CArray& y, CArray& x) override {
         check(m, "blend", "m");

@@ -49,13 +49,15 @@ ConjugateGradient::ConjugateGradient(LinOp n, const CArray& b, CArray x, CGOptio
     r_ = be_.empty(s);
     p_ = be_.empty(s);
     np_ = be_.empty(s);
-    scalars_ = be_.zeros({4});
-    rr_ = scalars_.view(0, {1});
-    rr_new_ = scalars_.view(1, {1});
+    scalars_ = be_.zeros({4});  // the previous ||r||^2 starts at 0, so the first direction's beta is 0
+    norms_ = scalars_.view(0, {2});
+    rr_previous_ = scalars_.view(0, {1});
+    rr_ = scalars_.view(1, {1});
     pnp_ = scalars_.view(2, {1});
     bb_ = scalars_.view(3, {1});
 
-    // r = b - N x, p = r; ||b||^2 and ||r||^2 come back in one read.
+    // r = b - N x, p = r (any finite p would do: beta is 0 the first time); ||b||^2 and ||r||^2 come
+    // back in one read.
     n_->forward(x_, np_);
     be_.copy(b, r_);
     be_.axpy(-1.f, np_, r_);
@@ -65,7 +67,7 @@ ConjugateGradient::ConjugateGradient(LinOp n, const CArray& b, CArray x, CGOptio
     const auto read = be_.read_async(scalars_);
     const std::vector<cfloat>& v = read->wait();
     b_norm2_ = double(v[3].real());
-    absorb(double(v[0].real()));
+    absorb(double(v[1].real()));
 }
 
 void ConjugateGradient::absorb(double rr) const {
@@ -74,13 +76,16 @@ void ConjugateGradient::absorb(double rr) const {
 }
 
 void ConjugateGradient::iterate() {
+    // p = r + beta p with beta = ||r_k||^2 / ||r_k-1||^2, then N p and <p, N p>. The textbook
+    // iteration ends with the direction update; here it opens the next one, the same values in the
+    // same order, so that the previous norm is still at hand (beta is 0 the first time).
+    be_.xpay(Coef::ratio(1.f, rr_, rr_previous_), r_, p_);
     n_->forward(p_, np_);
     be_.dot(p_, np_, pnp_);
-    // alpha = rr / <p, N p>; x += alpha p; r -= alpha N p; ||r||^2: one pass (Backend::cg_step).
-    be_.cg_step(Coef::ratio(1.f, rr_, pnp_), p_, np_, x_, r_, rr_new_);
-    // beta = rr_new / rr; p = r + beta p.
-    be_.xpay(Coef::ratio(1.f, rr_new_, rr_), r_, p_);
-    be_.copy(rr_new_, rr_);  // a copy, not a swap of the views: a recording needs the same arrays each time
+    // alpha = ||r_k||^2 / <p, N p>; x += alpha p; r -= alpha N p; the new ||r||^2 replaces the old,
+    // which becomes the previous: one pass (Backend::cg_step), and no copy of scalars, so the
+    // recorded iteration is the same arrays every time.
+    be_.cg_step(Coef::ratio(1.f, rr_, pnp_), p_, np_, x_, r_, norms_);
 }
 
 void ConjugateGradient::update() {

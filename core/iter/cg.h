@@ -10,7 +10,7 @@
 // The price: the tolerance test sees the residual one iteration late, so the solver may run one
 // iteration past it (a better x, never a worse one).
 // From the second iteration on, an iteration is replayed from a recording (Backend::record): the
-// same arrays every time, so on CUDA one graph launch queues it in place of five or more launches,
+// same arrays every time, so on CUDA one graph launch queues it in place of four or more launches,
 // whose host time otherwise bounds a short iteration. The first iteration runs directly, so the
 // operator's scratch arrays exist before the recording (which may not allocate).
 #include <memory>
@@ -61,8 +61,8 @@ private:
     Backend& be_;
     CGOptions opt_;
     CArray x_, r_, p_, np_;
-    CArray scalars_;                 // [rr, rr_new, pNp, bb] on the device
-    CArray rr_, rr_new_, pnp_, bb_;  // views of scalars_
+    CArray scalars_;                            // [rr_previous, rr, pNp, bb] on the device
+    CArray norms_, rr_previous_, rr_, pnp_, bb_;  // views of scalars_ (norms_: the first two)
     std::unique_ptr<Recording> step_;  // iterate(), recorded after the first iteration
     double b_norm2_ = 0.0;
     int iteration_ = 0;
