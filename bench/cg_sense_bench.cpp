@@ -4,11 +4,13 @@
 //   BM_CgSenseNormal{GPU,CPU}/coils     E^H E x alone (the normal operator, through the overrides:
 //                                       S^H (F_y^H M F_y) S, core/linops/sampled_fft.h)
 //   BM_CgSenseIteration{GPU,CPU}/coils/fused/recorded
-//                                       one ConjugateGradient::update(): the direction update, the
-//                                       normal operator and the Tikhonov term (fused: one launch;
-//                                       composed: the operators), dot, cg_step and the
+//                                       one ConjugateGradient::update(): cg_update, the normal
+//                                       operator and the Tikhonov term on the residual (fused: one
+//                                       launch; composed: the operators), cg_coefficients and the
 //                                       asynchronous read of ||r||^2; 25 iterations back to back
 //                                       and a final wait, per iteration (what a reconstruction pays)
+//   BM_CgSenseIterationPartsGPU/coils/part
+//                                       that iteration taken apart (iteration_parts below)
 //   BM_CgSenseMaps{GPU,CPU}/coils       the coil maps of a recon buffer (calibration region, image,
 //                                       Walsh), then a wait
 //   BM_CgSenseSetup{GPU,CPU}/coils      cartesian_sense(): the operators, E^H y and CG's start
@@ -26,6 +28,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -196,6 +199,63 @@ void iteration(benchmark::State& state, bool gpu) {
     state.SetLabel(be->describe());
 }
 
+#ifdef LARMOR_WITH_CUDA
+// One CG iteration taken apart, device time by CUDA events (20 calls back to back, gated): where the
+// wall-clock iteration of BM_CgSenseIteration goes. Part: 0 cg_update, 1 the fused normal operator,
+// 2 cg_coefficients, 3 the three in a row (direct launches), 4 the three replayed as one recording,
+// 5 the replay and the 8-byte read of ||r||^2 (the reads awaited after the batch), 6 the wall time of
+// recording and instantiating the iteration (what every new ConjugateGradient pays once).
+void iteration_parts(benchmark::State& state) {
+    auto be = backend(true, state);
+    if (!be) return;
+    const size_t coils = static_cast<size_t>(state.range(0));
+    const int part = static_cast<int>(state.range(1));
+    Problem pr = make_problem(be, coils);
+    CArray x = be->zeros({kN, kN}), r = be->to_device(random_host({kN, kN}, 5)), w = be->empty({kN, kN});
+    CArray p = be->zeros({kN, kN}), s = be->zeros({kN, kN}), scalars = be->zeros({4});
+    CArray rr = scalars.view(0, {1});
+    auto update = [&] { be->cg_update(w, scalars, p, s, x, r); };
+    auto normal = [&] { pr.fused->forward(r, w); };
+    auto coefficients = [&] { be->cg_coefficients(r, w, scalars); };
+    auto all = [&] {
+        update();
+        normal();
+        coefficients();
+    };
+    normal();
+    coefficients();
+    all();
+    be->synchronize();
+    std::unique_ptr<larmor::Recording> rec = be->record(all);
+    std::vector<std::unique_ptr<Backend::PendingRead>> reads;
+    std::function<void()> call;
+    switch (part) {
+        case 0: call = update; break;
+        case 1: call = normal; break;
+        case 2: call = coefficients; break;
+        case 3: call = all; break;
+        case 4: call = [&] { rec->replay(); }; break;
+        case 5: call = [&] { rec->replay(); reads.push_back(be->read_async(rr)); }; break;
+        default: break;
+    }
+    if (part == 6) {
+        for (auto _ : state) {
+            const auto t0 = std::chrono::steady_clock::now();
+            auto again = be->record(all);
+            benchmark::DoNotOptimize(again.get());
+            state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+    } else {
+        const double host = larmor::bench::device_timed(state, larmor::cuda::backend_stream(*be), [&] { call(); });
+        state.counters["host_us_per_call"] = host * 1e6;
+    }
+    be->synchronize();
+    reads.clear();
+    state.counters["graph"] = rec->captured() ? 1 : 0;
+}
+void BM_CgSenseIterationPartsGPU(benchmark::State& s) { iteration_parts(s); }
+#endif
+
 // A recon buffer as the accumulator leaves it: k-space of a smooth object seen through the coil maps,
 // imaging lines every kAccel-th line, the kAcs centre lines as calibration (ref), on the backend.
 larmor::ReconBuffer recon_buffer(Backend& be, size_t coils) {
@@ -321,6 +381,9 @@ BENCHMARK(BM_CgSenseNormalGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()-
 // A fixed count of runs: each run restarts the solver untimed, so a minimum time (which counts only the
 // timed part, one iteration's share of each run) made these rows take minutes.
 BENCHMARK(BM_CgSenseIterationGPU)->ArgsProduct({{8, 32}, {0, 1}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(200);
+#ifdef LARMOR_WITH_CUDA
+BENCHMARK(BM_CgSenseIterationPartsGPU)->ArgsProduct({{8, 32}, {0, 1, 2, 3, 4, 5, 6}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.1);
+#endif
 BENCHMARK(BM_CgSenseMapsGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseSetupGPU)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_CgSenseReconGPU)->ArgsProduct({{8, 32}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);

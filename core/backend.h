@@ -168,15 +168,21 @@ public:
     // accumulated in double), then previous = x. out is a two-element array on this backend's device;
     // x and previous of one shape, apart from each other and from out.
     virtual void change_norms(const CArray& x, CArray& previous, CArray& out) = 0;
-    // A conjugate-gradient step's vector work in one pass (Hestenes & Stiefel 1952): x += a p, r -= a q,
-    // then norms = {norms[1], ||r||^2}: the squared residual norm before the step moves to norms[0]
-    // and the new one (real part, accumulated in double) takes its place, which is the pair the next
-    // search direction's beta = norms[1] / norms[0] needs, with no copy between iterations. a is
-    // evaluated before norms change, so it may be a ratio over norms[1]. The same values as
-    // axpy(a, p, x), axpy(-a, q, r) and norm2(r, ...), with one launch and one pass instead of three.
-    // x, r, p and q of one shape; x and r apart from each other, from p, q and norms; norms a
-    // two-element array on this backend's device.
-    virtual void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& norms) = 0;
+    // The two halves of a conjugate-gradient iteration in the form of Chronopoulos & Gear (1989, J.
+    // Comput. Appl. Math. 25:153, Algorithm 2), where both inner products are taken in one pass over
+    // the residual r and w = N r, so an iteration is the operator, one reduction and one update.
+    // scalars is a four-element array on this backend's device, {gamma, alpha, beta, delta} in its real
+    // parts, all zero before the first iteration.
+    // cg_coefficients: gamma = ||r||^2 and delta = Re <r, w> (accumulated in double), then
+    // beta = gamma / gamma_previous and alpha = gamma / (delta - beta gamma / alpha_previous) from the
+    // gamma and alpha already in scalars, evaluated in double (a zero denominator gives 0, so the zero
+    // start gives beta = 0 and alpha = gamma / delta, a steepest-descent step). r and w of one shape,
+    // scalars apart from both.
+    virtual void cg_coefficients(const CArray& r, const CArray& w, CArray& scalars) = 0;
+    // With alpha and beta from scalars: p = r + beta p, s = w + beta s, x += alpha p, r -= alpha s, in
+    // one pass (s follows N p without applying N). All of one shape; p, s, x and r apart from each
+    // other and from w and scalars.
+    virtual void cg_update(const CArray& w, const CArray& scalars, CArray& p, CArray& s, CArray& x, CArray& r) = 0;
     // out = a * b, or a * conj(b) with conj_b; b broadcast over a's trailing axes; out has a's shape
     // and may be the same view as a (not as a broadcast b).
     virtual void mul(const CArray& a, const CArray& b, CArray& out, bool conj_b = false) = 0;

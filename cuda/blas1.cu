@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/cg_step_sizes.h"
 #include "cuda/blas1.h"
 #include "cuda/cuda_check.h"
 #include "cuda/launch_size.h"
@@ -87,28 +88,46 @@ __global__ void change_norms_kernel(const float2* __restrict__ x, float2* __rest
     }
 }
 
-// dot_kernel's scheme around CG's two updates: the coefficient once per thread, as in blas1_kernel.
-// Every block has evaluated it before it counts its arrival, so the last block may then rotate the
-// norms that the coefficient reads.
-__global__ void cg_step_kernel(DevCoef c, const float2* __restrict__ p, const float2* __restrict__ q,
-                               float2* __restrict__ x, float2* __restrict__ r, long long n, float2* norms,
-                               double2* partials, unsigned* counter) {
-    const float2 a = coefficient(c), minus = make_float2(-a.x, -a.y);
+// dot_kernel's scheme with CG's two inner products; only the last block reads and writes scalars, so
+// no block can see them half updated.
+__global__ void cg_coefficients_kernel(const float2* __restrict__ r, const float2* __restrict__ w, long long n,
+                                       float2* scalars, double2* partials, unsigned* counter) {
     double2 acc = make_double2(0.0, 0.0);
     for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
          i += static_cast<long long>(gridDim.x) * blockDim.x) {
-        x[i] = add(x[i], cmul(a, p[i]));
-        const float2 v = add(r[i], cmul(minus, q[i]));
-        r[i] = v;
-        const double2 t = dot_term(v, v);
-        acc.x += t.x;
+        const float2 v = r[i], u = w[i];
+        acc.x += double(v.x) * v.x + double(v.y) * v.y;
+        acc.y += double(v.x) * u.x + double(v.y) * u.y;
     }
     if (!arrive_last(block_sum(acc), blockIdx.x, gridDim.x, partials, counter)) return;
     const double2 s = sum_of_partials(partials, gridDim.x);
     if (threadIdx.x == 0) {
-        norms[0] = __ldcg(norms + 1);
-        norms[1] = make_float2(float(s.x), 0.f);
+        const CgCoefficients c = cg_step_sizes(s.x, s.y, __ldcg(&scalars[0].x), __ldcg(&scalars[1].x));
+        scalars[0] = make_float2(float(s.x), 0.f);
+        scalars[1] = make_float2(float(c.alpha), 0.f);
+        scalars[2] = make_float2(float(c.beta), 0.f);
+        scalars[3] = make_float2(float(s.y), 0.f);
     }
+}
+
+// The CPU loop's arithmetic (core/cpu/blas1.cpp) term for term.
+__global__ void cg_update_kernel(const float2* __restrict__ w, const float2* __restrict__ scalars, float2* __restrict__ p,
+                                 float2* __restrict__ s, float2* __restrict__ x, float2* __restrict__ r, long long n) {
+    const float alpha = scalars[1].x, beta = scalars[2].x;
+    for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const float2 pi = add(r[i], cmul(p[i], beta)), si = add(w[i], cmul(s[i], beta)), ri = r[i], xi = x[i];
+        p[i] = pi;
+        s[i] = si;
+        x[i] = add(xi, cmul(pi, alpha));
+        r[i] = make_float2(ri.x - si.x * alpha, ri.y - si.y * alpha);
+    }
+}
+
+__global__ void copy_to_host_kernel(const float2* __restrict__ x, float2* __restrict__ host, long long n) {
+    for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * blockDim.x)
+        host[i] = x[i];
 }
 
 template <Pointwise Op, class A, class B>
@@ -305,11 +324,24 @@ void launch_change_norms(const float2* x, float2* previous, long long n, float2*
     LARMOR_CUDA_LAUNCH_CHECK("change_norms_kernel", elements(n));
 }
 
-void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* norms,
-                    ReductionScratch s, cudaStream_t stream) {
+void launch_cg_coefficients(const float2* r, const float2* w, long long n, float2* scalars, ReductionScratch s,
+                            cudaStream_t stream) {
     const unsigned grid = grid_stride_blocks(n, kThreads, kReductionBlocks);
-    cg_step_kernel<<<grid, kThreads, 0, stream>>>(a, p, q, x, r, n, norms, s.partials, s.counter);
-    LARMOR_CUDA_LAUNCH_CHECK("cg_step_kernel", elements(n));
+    cg_coefficients_kernel<<<grid, kThreads, 0, stream>>>(r, w, n, scalars, s.partials, s.counter);
+    LARMOR_CUDA_LAUNCH_CHECK("cg_coefficients_kernel", elements(n));
+}
+
+void launch_cg_update(const float2* w, const float2* scalars, float2* p, float2* s, float2* x, float2* r, long long n,
+                      cudaStream_t stream) {
+    if (n == 0) return;
+    cg_update_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(w, scalars, p, s, x, r, n);
+    LARMOR_CUDA_LAUNCH_CHECK("cg_update_kernel", elements(n));
+}
+
+void launch_copy_to_host(const float2* x, float2* host, long long n, cudaStream_t stream) {
+    if (n == 0) return;
+    copy_to_host_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(x, host, n);
+    LARMOR_CUDA_LAUNCH_CHECK("copy_to_host_kernel", elements(n));
 }
 
 void launch_blend(const float* m, long long nm, const float2* y, float2* x, long long n, cudaStream_t stream) {

@@ -49,10 +49,17 @@ void launch_soft_threshold(float lambda, const float2* x, float2* out, long long
 // out[0] = ||x - previous||^2, out[1] = ||x||^2 (double accumulation, fixed block order), previous = x.
 void launch_change_norms(const float2* x, float2* previous, long long n, float2* out, ReductionScratch s,
                          cudaStream_t stream);
-// x += a p, r -= a q, then norms = {norms[1], ||r||^2} (double accumulation, fixed block order); a is
-// evaluated by every block before the last one rotates norms, so it may read norms[1].
-void launch_cg_step(DevCoef a, const float2* p, const float2* q, float2* x, float2* r, long long n, float2* norms,
-                    ReductionScratch s, cudaStream_t stream);
+// Backend::cg_coefficients: {||r||^2, Re <r, w>} (double accumulation, fixed block order), then the
+// last block turns them and the previous gamma and alpha into scalars = {gamma, alpha, beta, delta}.
+void launch_cg_coefficients(const float2* r, const float2* w, long long n, float2* scalars, ReductionScratch s,
+                            cudaStream_t stream);
+// Backend::cg_update: p = r + beta p, s = w + beta s, x += alpha p, r -= alpha s (alpha = scalars[1],
+// beta = scalars[2]).
+void launch_cg_update(const float2* w, const float2* scalars, float2* p, float2* s, float2* x, float2* r, long long n,
+                      cudaStream_t stream);
+// host[i] = x[i], i < n, written by the device into page-locked host memory it addresses directly
+// (unified addressing): a small read (solver scalars) without the copy engine.
+void launch_copy_to_host(const float2* x, float2* host, long long n, cudaStream_t stream);
 // x[g nm + j] = (1 - m[j]) x + m[j] y where m[j] != 0, g < n / nm.
 void launch_blend(const float* m, long long nm, const float2* y, float2* x, long long n, cudaStream_t stream);
 

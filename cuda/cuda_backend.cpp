@@ -68,6 +68,12 @@ public:
         reduction_ = cuda::make_device_storage(ctx_, cuda::reduction_scratch_bytes(), "reduction scratch");
         LARMOR_CUDA_CHECK(cudaMemsetAsync(reduction_->data(), 0, cuda::reduction_scratch_bytes(), ctx_->stream()),
                           "reduction scratch");
+        // With unified addressing, page-locked memory from cudaHostAlloc is addressable by the device
+        // at its host address (CUDA programming guide, "Unified Virtual Address Space").
+        int unified = 0;
+        LARMOR_CUDA_CHECK(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, device),
+                          "unified addressing of device " + std::to_string(device));
+        host_addressable_ = unified != 0;
     }
 
     Device device() const override { return Device::Cuda; }
@@ -194,7 +200,15 @@ public:
         auto read = std::make_unique<EventRead>(downloads_->take(std::max<size_t>(a.bytes(), 8), what), a.size(),
                                                 ctx_->device(), what);
         if (a.size() == 0) return read;
-        LARMOR_CUDA_CHECK(cudaMemcpyAsync(read->host(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()), what);
+        // A few scalars go by a one-block kernel that stores them into the page-locked block: on an
+        // H100 a copy-engine transfer of 8 bytes held the stream about 8 us, a third of a CG-SENSE
+        // iteration (bench/FLOORS-cg-sense.md); larger reads keep the copy engine.
+        if (host_addressable_ && a.bytes() <= kKernelReadBytes)
+            cuda::launch_copy_to_host(dev(a), static_cast<float2*>(read->host()),
+                                      static_cast<long long>(a.size()), ctx_->stream());
+        else
+            LARMOR_CUDA_CHECK(cudaMemcpyAsync(read->host(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()),
+                              what);
         LARMOR_CUDA_CHECK(cudaEventRecord(read->event(), ctx_->stream()), what);
         return read;
     }
@@ -311,17 +325,25 @@ public:
                                   cuda::reduction_scratch_at(reduction_->data()), ctx_->stream());
     }
 
-    void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& norms) override {
-        check_ours(p, "cg_step", "p");
-        check_ours(q, "cg_step", "q");
-        check_ours(x, "cg_step", "x");
-        check_ours(r, "cg_step", "r");
-        check_ours(norms, "cg_step", "norms");
-        detail::check_cg_step(p, q, x, r, norms);
-        const cuda::DevCoef c = coefficient(a, "cg_step");
+    void cg_coefficients(const CArray& r, const CArray& w, CArray& scalars) override {
+        check_ours(r, "cg_coefficients", "r");
+        check_ours(w, "cg_coefficients", "w");
+        check_ours(scalars, "cg_coefficients", "scalars");
+        detail::check_cg_coefficients(r, w, scalars);
         DeviceGuard g(ctx_->device());
-        cuda::launch_cg_step(c, dev(p), dev(q), dev(x), dev(r), count(x.size()), dev(norms),
-                             cuda::reduction_scratch_at(reduction_->data()), ctx_->stream());
+        cuda::launch_cg_coefficients(dev(r), dev(w), count(r.size()), dev(scalars),
+                                     cuda::reduction_scratch_at(reduction_->data()), ctx_->stream());
+    }
+    void cg_update(const CArray& w, const CArray& scalars, CArray& p, CArray& s, CArray& x, CArray& r) override {
+        check_ours(w, "cg_update", "w");
+        check_ours(scalars, "cg_update", "scalars");
+        check_ours(p, "cg_update", "p");
+        check_ours(s, "cg_update", "s");
+        check_ours(x, "cg_update", "x");
+        check_ours(r, "cg_update", "r");
+        detail::check_cg_update(w, scalars, p, s, x, r);
+        DeviceGuard g(ctx_->device());
+        cuda::launch_cg_update(dev(w), dev(scalars), dev(p), dev(s), dev(x), dev(r), count(x.size()), ctx_->stream());
     }
 
     void blend(const RArray& m, const CArray& y, CArray& x) override {
@@ -493,6 +515,8 @@ private:
     std::shared_ptr<Storage> reduction_;  // cuda::ReductionScratch of dot and norm2
     cuda::CufftPlanCache plans_;
     std::shared_ptr<cuda::PinnedCache> downloads_;  // shared with the arrays to_host returns
+    bool host_addressable_ = false;                  // page-locked host memory usable in kernels
+    static constexpr size_t kKernelReadBytes = 4096;
     cuda::UploadRing uploads_;                      // staging of upload_rows
 };
 

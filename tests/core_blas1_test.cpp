@@ -227,51 +227,86 @@ TEST_P(Blas1, BlendTakesTheDataWhereTheMaskIsSetAndLeavesTheRest) {
     EXPECT_THROW(be->blend(be->to_device(m), y, alias), std::invalid_argument);
 }
 
-// cg_step: the three steps it fuses (axpy, axpy with -a, norm2), with a coefficient from device
-// scalars as CG passes it, whose numerator is the norm the step replaces (CG's alpha = ||r||^2 / <p, Np>
-// reads norms[1]): the coefficient is the one from before the step, and the old norm moves to
-// norms[0]. On the CPU bit for bit, on CUDA to float rounding (FMA contraction may differ).
-TEST_P(Blas1, CgStepIsTwoAxpysAndANorm) {
+// cg_coefficients: {||r||^2, Re <r, w>} against double loops, and the step sizes from them and the
+// previous gamma and alpha (core/cg_step_sizes.h): the zero start gives a steepest-descent step, a
+// second call the recurrence, a zero residual alpha 0; the scalars checked for size and aliasing.
+TEST_P(Blas1, CgCoefficientsAreTwoInnerProductsAndTheStepSizes) {
     const Shape s{257, 3};
-    const CArray p = rnd(s, 50), q = rnd(s, 51);
-    CArray x1 = rnd(s, 52), r1 = rnd(s, 53), x2 = be->empty(s), r2 = be->empty(s);
+    // {||r||^2, Re <r, w>} in double on the host
+    auto inner_products = [&](const CArray& r, const CArray& w) {
+        const auto rh = host(r), wh = host(w);
+        std::pair<double, double> g{0.0, 0.0};
+        for (size_t i = 0; i < rh.size(); ++i) {
+            g.first += std::norm(rh[i]);
+            g.second += (std::conj(rh[i]) * wh[i]).real();
+        }
+        return g;
+    };
+    const CArray r = rnd(s, 50), w = rnd(s, 51);
+    const auto [gamma, delta] = inner_products(r, w);
+    CArray sc = be->zeros({4});
+    be->cg_coefficients(r, w, sc);
+    auto v = host(sc);
+    EXPECT_NEAR(v[0].real(), gamma, 1e-6 * gamma);
+    EXPECT_NEAR(v[3].real(), delta, 1e-6 * std::abs(gamma));
+    EXPECT_NEAR(v[1].real(), gamma / delta, 1e-5 * std::abs(gamma / delta)) << "the first step is steepest descent's";
+    EXPECT_EQ(v[2].real(), 0.f) << "beta is 0 the first time";
+    for (const cdouble& e : v) EXPECT_EQ(e.imag(), 0.0);
+    // The recurrence: beta = gamma' / gamma, alpha = gamma' / (delta' - beta gamma' / alpha), with the
+    // stored (float) gamma and alpha, as the device reads them.
+    const CArray r2 = rnd(s, 52), w2 = rnd(s, 53);
+    const auto [gamma2, delta2] = inner_products(r2, w2);
+    const double beta = gamma2 / v[0].real(), alpha = gamma2 / (delta2 - beta * gamma2 / v[1].real());
+    be->cg_coefficients(r2, w2, sc);
+    const auto v2 = host(sc);
+    EXPECT_NEAR(v2[0].real(), gamma2, 1e-6 * gamma2);
+    EXPECT_NEAR(v2[2].real(), beta, 1e-5 * beta);
+    EXPECT_NEAR(v2[1].real(), alpha, 1e-4 * std::abs(alpha));
+    // A zero residual: gamma 0, beta 0, alpha 0 (the iterate stays).
+    be->cg_coefficients(be->zeros(s), w, sc);
+    for (const cdouble& e : host(sc)) EXPECT_EQ(e, cdouble(0.0, 0.0));
+    CArray three = be->zeros({3});
+    EXPECT_THROW(be->cg_coefficients(r, w, three), std::invalid_argument);
+    EXPECT_THROW(be->cg_coefficients(r, rnd({5}, 1), sc), std::invalid_argument);
+    CArray both = be->zeros({8});
+    CArray view = both.view(0, {4});
+    EXPECT_THROW(be->cg_coefficients(both, both, view), std::invalid_argument);
+}
+
+// cg_update against its four BLAS-1 steps with the coefficients it reads (xpay, xpay, axpy, axpy):
+// bit for bit on the CPU, to float rounding on CUDA (FMA contraction may differ); aliasing refused.
+TEST_P(Blas1, CgUpdateIsFourAxpysWithTheStoredCoefficients) {
+    const Shape s{257, 3};
+    const CArray w = rnd(s, 60);
+    CArray p1 = rnd(s, 61), s1 = rnd(s, 62), x1 = rnd(s, 63), r1 = rnd(s, 64);
+    CArray p2 = be->empty(s), s2 = be->empty(s), x2 = be->empty(s), r2 = be->empty(s);
+    be->copy(p1, p2);
+    be->copy(s1, s2);
     be->copy(x1, x2);
     be->copy(r1, r2);
-    // Fused: norms = {7, ||p||^2}; apart: the same coefficient over separate scalars.
-    CArray norms = be->empty({2}), den = be->empty({1}), num = be->empty({1});
-    be->fill(norms, cfloat(7.f, 0.f));
-    CArray now = norms.view(1, {1});
-    be->norm2(p, now);
-    be->norm2(p, num);
-    be->dot(p, q, den);
-    const Coef a = Coef::ratio(cfloat(0.5f, 0.25f), now, den);
-    const Coef a_apart = Coef::ratio(cfloat(0.5f, 0.25f), num, den);
-    const Coef minus = Coef::ratio(cfloat(-0.5f, -0.25f), num, den);
-    CArray apart = be->zeros({1});
-    be->cg_step(a, p, q, x1, r1, norms);
-    be->axpy(a_apart, p, x2);
-    be->axpy(minus, q, r2);
-    be->norm2(r2, apart);
-    const auto n = host(norms);
-    EXPECT_EQ(n[0], host(num)[0]) << "the norm before the step moves to norms[0]";
-    EXPECT_EQ(n[1].imag(), 0.f);
-    if (be->device() == Device::Cpu) {
-        EXPECT_EQ(host(x1), host(x2));
-        EXPECT_EQ(host(r1), host(r2));
-        EXPECT_EQ(n[1], host(apart)[0]);
-    } else {
-        const auto a1 = host(x1), a2 = host(x2), b1 = host(r1), b2 = host(r2);
-        for (size_t i = 0; i < a1.size(); ++i) {
-            EXPECT_LT(std::abs(a1[i] - a2[i]), 1e-5 * (1 + std::abs(a2[i])));
-            EXPECT_LT(std::abs(b1[i] - b2[i]), 1e-5 * (1 + std::abs(b2[i])));
-        }
-        EXPECT_NEAR(n[1].real(), host(apart)[0].real(), 1e-5 * host(apart)[0].real());
+    CArray sc = be->to_device([] {
+        CArray h = CArray::host({4});
+        h.data()[0] = cfloat(2.f, 0.f);
+        h.data()[1] = cfloat(0.375f, 0.f);  // alpha
+        h.data()[2] = cfloat(-0.8125f, 0.f);  // beta
+        h.data()[3] = cfloat(5.f, 0.f);
+        return h;
+    }());
+    be->cg_update(w, sc, p1, s1, x1, r1);
+    be->xpay(-0.8125f, r2, p2);
+    be->xpay(-0.8125f, w, s2);
+    be->axpy(0.375f, p2, x2);
+    be->axpy(-0.375f, s2, r2);
+    const std::pair<CArray*, CArray*> pairs[] = {{&p1, &p2}, {&s1, &s2}, {&x1, &x2}, {&r1, &r2}};
+    for (const auto& [fused, apart] : pairs) {
+        const auto a = host(*fused), b = host(*apart);
+        for (size_t i = 0; i < a.size(); ++i) ASSERT_LT(std::abs(a[i] - b[i]), 1e-6 * (1 + std::abs(b[i]))) << i;
     }
     CArray alias = x1;
-    EXPECT_THROW(be->cg_step(a, p, q, x1, alias, norms), std::invalid_argument);
-    EXPECT_THROW(be->cg_step(a, x1, q, x1, r1, norms), std::invalid_argument);
-    CArray one = be->zeros({1});
-    EXPECT_THROW(be->cg_step(a, p, q, x1, r1, one), std::invalid_argument);
+    EXPECT_THROW(be->cg_update(w, sc, p1, s1, x1, alias), std::invalid_argument);
+    EXPECT_THROW(be->cg_update(p1, sc, p1, s1, x1, r1), std::invalid_argument);
+    CArray three = be->zeros({3});
+    EXPECT_THROW(be->cg_update(w, three, p1, s1, x1, r1), std::invalid_argument);
 }
 
 // change_norms: {||x - p||^2, ||x||^2} in double, then p = x; the same numbers as dot over the difference.

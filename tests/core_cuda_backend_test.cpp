@@ -420,6 +420,32 @@ TEST(CoreCudaBackend, DownloadsArePinnedAndReused) {
     SUCCEED();
 }
 
+// read_async on both of its paths: a few scalars stored by a kernel into the page-locked block (up to
+// 4096 bytes), larger arrays by the copy engine; each read sees the work queued before it and not the
+// work queued after, and reads in flight together keep their own values.
+TEST(CoreCudaBackend, ReadAsyncSeesQueuedWorkOnBothPaths) {
+    REQUIRE_CUDA();
+    auto gpu = make_cuda_backend();
+    for (size_t n : {1u, 2u, 4u, 511u, 512u, 513u, 10000u}) {
+        const CArray x = test::random_array({n}, unsigned(70 + n));
+        CArray d = gpu->to_device(x);
+        gpu->scale(2.f, d, d);
+        auto doubled = gpu->read_async(d);
+        gpu->scale(3.f, d, d);
+        auto sextupled = gpu->read_async(d);
+        gpu->scale(0.f, d, d);
+        const std::vector<cfloat>& a = doubled->wait();
+        const std::vector<cfloat>& b = sextupled->wait();
+        ASSERT_EQ(a.size(), n);
+        ASSERT_EQ(b.size(), n);
+        for (size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(a[i], x.data()[i] * 2.f) << n << " elements, element " << i;
+            ASSERT_EQ(b[i], x.data()[i] * 6.f) << n << " elements, element " << i;
+        }
+    }
+    EXPECT_TRUE(gpu->read_async(gpu->empty({0}))->wait().empty());
+}
+
 // Walsh maps on the GPU against the CPU reference, per pixel (stride 1) and on grids: coil counts
 // from 1 to 64 (padded inside the kernels to 8, 16, 32 or 64), odd sizes, several slices, strides
 // that do not divide X - 1, strides above the kernel and the image, a kernel large enough to stage

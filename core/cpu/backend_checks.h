@@ -3,6 +3,7 @@
 // both reject the same calls with the same words. Every message names the offending value.
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -195,19 +196,32 @@ inline void check_change_norms(const CArray& x, const CArray& previous, const CA
     check_disjoint(out, "out", previous, "previous", "change_norms");
 }
 
-inline void check_cg_step(const CArray& p, const CArray& q, const CArray& x, const CArray& r, const CArray& out) {
-    check_same_shape(p, "p", q, "q", "cg_step");
-    check_same_shape(p, "p", x, "x", "cg_step");
-    check_same_shape(p, "p", r, "r", "cg_step");
-    if (out.size() != 2)
-        throw std::invalid_argument("cg_step: norms " + out.shape().str() + " must have two elements");
-    check_disjoint(x, "x", r, "r", "cg_step");
-    check_disjoint(x, "x", p, "p", "cg_step");
-    check_disjoint(x, "x", q, "q", "cg_step");
-    check_disjoint(r, "r", p, "p", "cg_step");
-    check_disjoint(r, "r", q, "q", "cg_step");
-    check_disjoint(out, "norms", x, "x", "cg_step");
-    check_disjoint(out, "norms", r, "r", "cg_step");
+inline void check_cg_scalars(const CArray& scalars, const char* op) {
+    if (scalars.size() != 4)
+        throw std::invalid_argument(std::string(op) + ": scalars " + scalars.shape().str() + " must have four elements");
+}
+
+inline void check_cg_coefficients(const CArray& r, const CArray& w, const CArray& scalars) {
+    check_same_shape(r, "r", w, "w", "cg_coefficients");
+    check_cg_scalars(scalars, "cg_coefficients");
+    check_disjoint(scalars, "scalars", r, "r", "cg_coefficients");
+    check_disjoint(scalars, "scalars", w, "w", "cg_coefficients");
+}
+
+inline void check_cg_update(const CArray& w, const CArray& scalars, const CArray& p, const CArray& s, const CArray& x,
+                            const CArray& r) {
+    check_same_shape(w, "w", p, "p", "cg_update");
+    check_same_shape(w, "w", s, "s", "cg_update");
+    check_same_shape(w, "w", x, "x", "cg_update");
+    check_same_shape(w, "w", r, "r", "cg_update");
+    check_cg_scalars(scalars, "cg_update");
+    const std::pair<const CArray*, const char*> written[] = {{&p, "p"}, {&s, "s"}, {&x, "x"}, {&r, "r"}};
+    for (size_t i = 0; i < 4; ++i) {
+        for (size_t j = i + 1; j < 4; ++j)
+            check_disjoint(*written[i].first, written[i].second, *written[j].first, written[j].second, "cg_update");
+        check_disjoint(*written[i].first, written[i].second, w, "w", "cg_update");
+        check_disjoint(*written[i].first, written[i].second, scalars, "scalars", "cg_update");
+    }
 }
 
 // blend: x and y of one shape, m broadcast over their trailing axes, x apart from both.

@@ -102,15 +102,24 @@ std::pair<double, double> change_norms(const cfloat* x, cfloat* previous, size_t
     return {s.real(), s.imag()};
 }
 
-double cg_step(cfloat a, const cfloat* p, const cfloat* q, cfloat* x, cfloat* r, size_t n, int threads) {
-    // -a, not r - a q: the same rounding as axpy(-a, q, r), so the fused step changes no bit.
-    const cfloat minus = -a;
-    return ordered_sum<double>(n, threads, [&](size_t i) {
-        x[i] += cmul(a, p[i]);
-        const cfloat v = r[i] + cmul(minus, q[i]);
-        r[i] = v;
-        return double(v.real()) * v.real() + double(v.imag()) * v.imag();
+std::pair<double, double> cg_inner_products(const cfloat* r, const cfloat* w, size_t n, int threads) {
+    const cdouble s = ordered_sum<cdouble>(n, threads, [&](size_t i) {
+        const double rr = r[i].real(), ri = r[i].imag();
+        return cdouble(rr * rr + ri * ri, rr * w[i].real() + ri * w[i].imag());
     });
+    return {s.real(), s.imag()};
+}
+
+void cg_update(float alpha, float beta, const cfloat* w, cfloat* p, cfloat* s, cfloat* x, cfloat* r, size_t n,
+               int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ll i = 0; i < ll(n); ++i) {
+        const cfloat pi = r[i] + cmul(p[i], beta), si = w[i] + cmul(s[i], beta);
+        p[i] = pi;
+        s[i] = si;
+        x[i] += cmul(pi, alpha);
+        r[i] -= cmul(si, alpha);
+    }
 }
 
 namespace {

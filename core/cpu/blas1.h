@@ -4,6 +4,7 @@
 // double, in a fixed order for a given thread count, so results repeat run to run.
 #include <complex>
 #include <cstddef>
+#include <utility>
 
 #include "core/array.h"
 
@@ -34,8 +35,11 @@ void reduce_conj_mul(const cfloat* a, const cfloat* b, size_t n, size_t groups, 
 void soft_threshold(float lambda, const cfloat* x, cfloat* out, size_t n, size_t joint, int threads);
 // {||x - previous||^2, ||x||^2} in double (thread order, as dot), then previous = x.
 std::pair<double, double> change_norms(const cfloat* x, cfloat* previous, size_t n, int threads);
-// x += a p, r -= a q; returns ||r||^2 (Backend::cg_step).
-double cg_step(cfloat a, const cfloat* p, const cfloat* q, cfloat* x, cfloat* r, size_t n, int threads);
+// {||r||^2, Re <r, w>} in double, thread order (Backend::cg_coefficients).
+std::pair<double, double> cg_inner_products(const cfloat* r, const cfloat* w, size_t n, int threads);
+// p = r + beta p, s = w + beta s, x += alpha p, r -= alpha s (Backend::cg_update).
+void cg_update(float alpha, float beta, const cfloat* w, cfloat* p, cfloat* s, cfloat* x, cfloat* r, size_t n,
+               int threads);
 // x[g nm + j] = (1 - m[j]) x + m[j] y where m[j] != 0, for g < n / nm.
 void blend(const float* m, size_t nm, const cfloat* y, cfloat* x, size_t n, int threads);
 

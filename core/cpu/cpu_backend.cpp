@@ -11,6 +11,7 @@
 #include <fftw3.h>
 
 #include "core/backend.h"
+#include "core/cg_step_sizes.h"
 #include "core/cpu/backend_checks.h"
 #include "core/cpu/blas1.h"
 #include "core/cpu/cpu_ops.h"
@@ -127,17 +128,29 @@ public:
         out.data()[0] = cfloat(float(change), 0.f);
         out.data()[1] = cfloat(float(size), 0.f);
     }
-    void cg_step(const Coef& a, const CArray& p, const CArray& q, CArray& x, CArray& r, CArray& norms) override {
-        check(p, "cg_step", "p");
-        check(q, "cg_step", "q");
-        check(x, "cg_step", "x");
-        check(r, "cg_step", "r");
-        check(norms, "cg_step", "norms");
-        detail::check_cg_step(p, q, x, r, norms);
-        const cfloat c = coefficient(a, "cg_step");  // before norms change: a may be a ratio over norms[1]
-        const double rr = cpu::cg_step(c, p.data(), q.data(), x.data(), r.data(), x.size(), threads_);
-        norms.data()[0] = norms.data()[1];
-        norms.data()[1] = cfloat(float(rr), 0.f);
+    void cg_coefficients(const CArray& r, const CArray& w, CArray& scalars) override {
+        check(r, "cg_coefficients", "r");
+        check(w, "cg_coefficients", "w");
+        check(scalars, "cg_coefficients", "scalars");
+        detail::check_cg_coefficients(r, w, scalars);
+        const auto [gamma, delta] = cpu::cg_inner_products(r.data(), w.data(), r.size(), threads_);
+        cfloat* s = scalars.data();
+        const CgCoefficients c = cg_step_sizes(gamma, delta, s[0].real(), s[1].real());
+        s[0] = cfloat(float(gamma), 0.f);
+        s[1] = cfloat(float(c.alpha), 0.f);
+        s[2] = cfloat(float(c.beta), 0.f);
+        s[3] = cfloat(float(delta), 0.f);
+    }
+    void cg_update(const CArray& w, const CArray& scalars, CArray& p, CArray& s, CArray& x, CArray& r) override {
+        check(w, "cg_update", "w");
+        check(scalars, "cg_update", "scalars");
+        check(p, "cg_update", "p");
+        check(s, "cg_update", "s");
+        check(x, "cg_update", "x");
+        check(r, "cg_update", "r");
+        detail::check_cg_update(w, scalars, p, s, x, r);
+        cpu::cg_update(scalars.data()[1].real(), scalars.data()[2].real(), w.data(), p.data(), s.data(), x.data(),
+                       r.data(), x.size(), threads_);
     }
     void blend(const RArray& m, const CArray& y, CArray& x) override {
         check(m, "blend", "m");

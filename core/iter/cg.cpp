@@ -47,27 +47,25 @@ ConjugateGradient::ConjugateGradient(LinOp n, const CArray& b, CArray x, CGOptio
         throw std::invalid_argument("ConjugateGradient: tolerance " + std::to_string(opt_.tolerance) + " < 0");
     const Shape& s = n_->ishape();
     r_ = be_.empty(s);
-    p_ = be_.empty(s);
-    np_ = be_.empty(s);
-    scalars_ = be_.zeros({4});  // the previous ||r||^2 starts at 0, so the first direction's beta is 0
-    norms_ = scalars_.view(0, {2});
-    rr_previous_ = scalars_.view(0, {1});
-    rr_ = scalars_.view(1, {1});
-    pnp_ = scalars_.view(2, {1});
-    bb_ = scalars_.view(3, {1});
+    w_ = be_.empty(s);
+    p_ = be_.zeros(s);  // beta is 0 the first time, so p = r and s = w; zeros keep NaN out of 0 * p
+    s_ = be_.zeros(s);
+    scalars_ = be_.zeros({5});  // zero gamma and alpha: the first coefficients are a steepest-descent step's
+    coefficients_ = scalars_.view(0, {4});
+    rr_ = scalars_.view(0, {1});
+    bb_ = scalars_.view(4, {1});
 
-    // r = b - N x, p = r (any finite p would do: beta is 0 the first time); ||b||^2 and ||r||^2 come
-    // back in one read.
-    n_->forward(x_, np_);
+    // r = b - N x, w = N r and the first coefficients; ||b||^2 and ||r||^2 come back in one read.
+    n_->forward(x_, w_);
     be_.copy(b, r_);
-    be_.axpy(-1.f, np_, r_);
-    be_.copy(r_, p_);
+    be_.axpy(-1.f, w_, r_);
+    n_->forward(r_, w_);
+    be_.cg_coefficients(r_, w_, coefficients_);
     be_.norm2(b, bb_);
-    be_.norm2(r_, rr_);
     const auto read = be_.read_async(scalars_);
     const std::vector<cfloat>& v = read->wait();
-    b_norm2_ = double(v[3].real());
-    absorb(double(v[1].real()));
+    b_norm2_ = double(v[4].real());
+    absorb(double(v[0].real()));
 }
 
 void ConjugateGradient::absorb(double rr) const {
@@ -76,16 +74,12 @@ void ConjugateGradient::absorb(double rr) const {
 }
 
 void ConjugateGradient::iterate() {
-    // p = r + beta p with beta = ||r_k||^2 / ||r_k-1||^2, then N p and <p, N p>. The textbook
-    // iteration ends with the direction update; here it opens the next one, the same values in the
-    // same order, so that the previous norm is still at hand (beta is 0 the first time).
-    be_.xpay(Coef::ratio(1.f, rr_, rr_previous_), r_, p_);
-    n_->forward(p_, np_);
-    be_.dot(p_, np_, pnp_);
-    // alpha = ||r_k||^2 / <p, N p>; x += alpha p; r -= alpha N p; the new ||r||^2 replaces the old,
-    // which becomes the previous: one pass (Backend::cg_step), and no copy of scalars, so the
-    // recorded iteration is the same arrays every time.
-    be_.cg_step(Coef::ratio(1.f, rr_, pnp_), p_, np_, x_, r_, norms_);
+    // The directions and the step with the coefficients of r_k (p_k = r_k + beta_k p_k-1, s_k = w_k +
+    // beta_k s_k-1, x += alpha_k p_k, r -= alpha_k s_k), then w = N r_k+1 and the coefficients of
+    // r_k+1, whose gamma is ||r_k+1||^2: the same arrays every time, so the iteration records.
+    be_.cg_update(w_, coefficients_, p_, s_, x_, r_);
+    n_->forward(r_, w_);
+    be_.cg_coefficients(r_, w_, coefficients_);
 }
 
 void ConjugateGradient::update() {

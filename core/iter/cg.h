@@ -3,9 +3,14 @@
 // solver of CG-SENSE (Pruessmann et al., MRM 46:638, 2001) and of every l2-regularised least-squares
 // reconstruction: with N = A^H A + lambda I and b = A^H y it minimises ||A x - y||^2 + lambda ||x||^2.
 //
-// All scalars (<r, r>, <p, N p>) stay on the backend's device and enter the vector updates as
-// device coefficients (core/backend.h Coef), so an iteration queues its work without waiting for the
-// GPU. ||r_k||^2 travels to the host asynchronously; update() k+1 waits for iteration k's value only
+// The iteration is Chronopoulos & Gear's (1989, Algorithm 2; core/cg_step_sizes.h): N is applied to
+// the residual, w = N r, both inner products <r, r> and <r, w> are taken in one pass, and the
+// directions p and s = N p follow by recurrence, so an iteration is the operator, one reduction and
+// one vector update (Backend::cg_coefficients, cg_update), one launch fewer than Hestenes & Stiefel's
+// form with the same iterates in exact arithmetic and the same vector traffic. Its one extra
+// operator application is at the start (w_0 = N r_0).
+// All scalars stay on the backend's device and are read there by the update, so an iteration
+// queues its work without waiting for the GPU. ||r_k||^2 travels to the host asynchronously; update() k+1 waits for iteration k's value only
 // after queuing iteration k+1, so the device never idles while the host decides whether to go on.
 // The price: the tolerance test sees the residual one iteration late, so the solver may run one
 // iteration past it (a better x, never a worse one).
@@ -60,9 +65,9 @@ private:
     LinOp n_;
     Backend& be_;
     CGOptions opt_;
-    CArray x_, r_, p_, np_;
-    CArray scalars_;                            // [rr_previous, rr, pNp, bb] on the device
-    CArray norms_, rr_previous_, rr_, pnp_, bb_;  // views of scalars_ (norms_: the first two)
+    CArray x_, r_, p_, s_, w_;  // s = N p, w = N r
+    CArray scalars_;            // [gamma = ||r||^2, alpha, beta, delta, ||b||^2] on the device
+    CArray coefficients_, rr_, bb_;  // views of scalars_: the first four (Backend::cg_coefficients), ||r||^2, ||b||^2
     std::unique_ptr<Recording> step_;  // iterate(), recorded after the first iteration
     double b_norm2_ = 0.0;
     int iteration_ = 0;
