@@ -56,7 +56,8 @@
 // Options for other problems: --volume XxYxZ and --volume-acs N (the 3D geometry), --only 2d|3d and
 // --accel 2x2|2x3 (a subset of the cases), --lambdas a,b,c (one grid for both tools), and
 // --spirit-calibration / --spirit-beta (the 3D SPIRiT kernels' calibration weight, the penalised
-// form's consistency weight).
+// form's consistency weight), --wavelet-coarsest / --shift-seed (l1-wavelet SENSE's low band per
+// axis and the seed of its random shifts).
 //
 // Timing (wall clock, median of --runs after one warm-up; lambda 0.01 on both sides): Larmor's
 // solver alone (set-up with the power method + 50 iterations), Larmor's maps (ESPIRiT) + solver,
@@ -124,6 +125,10 @@ VolumeGeometry g_volume;
 // (--spirit-calibration, --spirit-beta): the chains' values by default.
 float g_spirit_calibration_3d = 0.0003f;  // config/l1spirit_3d.pbtxt's
 float g_spirit_beta = larmor::L1SpiritFistaSettings{}.consistency_lambda;
+// Larmor's l1-wavelet SENSE: the wavelet's low band per axis and the seed of its shifts
+// (--wavelet-coarsest, --shift-seed); the chain's values by default.
+size_t g_coarsest = larmor::L1WaveletSenseSettings{}.coarsest;
+uint64_t g_shift_seed = larmor::L1WaveletSenseSettings{}.shift_seed;
 constexpr int kIterations = 50;
 constexpr double kNoise = 0.1;  // of the k-space RMS, as tests/core_l1_recon_test.cpp
 // BART's -r under -w s means the same numbers as Larmor's relative lambda, so both tools sweep one
@@ -198,6 +203,12 @@ Options parse(int argc, char** argv) {
             const float x = std::strtof(v.c_str(), nullptr);
             if (!(x > 0.f) || !std::isfinite(x)) throw std::invalid_argument(a + " " + v + ": want a value > 0");
             (a == "--spirit-beta" ? g_spirit_beta : g_spirit_calibration_3d) = x;
+        } else if (a == "--wavelet-coarsest") {
+            const std::string v = value();
+            g_coarsest = std::stoul(v);
+            if (g_coarsest < 2) throw std::invalid_argument("--wavelet-coarsest " + v + ": need at least 2");
+        } else if (a == "--shift-seed") {
+            g_shift_seed = std::stoull(value());
         } else if (a == "--accel") {
             const std::string v = value();
             int y = 0, z = 0;
@@ -218,7 +229,8 @@ Options parse(int argc, char** argv) {
         } else {
             throw std::invalid_argument("unknown argument '" + a +
                                         "' (use --runs 3 --bart PATH --json FILE --keep --volume XxYxZ --volume-acs N "
-                                        "--lambdas a,b,c --only 2d|3d --accel 2x3 --spirit-calibration L --spirit-beta B)");
+                                        "--lambdas a,b,c --only 2d|3d --accel 2x3 --spirit-calibration L --spirit-beta B --wavelet-coarsest N "
+                                        "--shift-seed S)");
         }
     }
     return o;
@@ -374,6 +386,8 @@ larmor::L1WaveletSense solve(const std::shared_ptr<larmor::Backend>& cpu, const 
     s.lambda = lambda;
     s.iterations = kIterations;
     s.cycle_spinning = cycle_spinning;
+    s.coarsest = g_coarsest;
+    s.shift_seed = g_shift_seed;
     larmor::L1WaveletSense p = larmor::l1_wavelet_sense(cpu, d.sampled, d.mask, maps, s);
     larmor::run(*p.solver);
     return p;

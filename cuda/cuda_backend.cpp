@@ -78,6 +78,7 @@ public:
 
     Device device() const override { return Device::Cuda; }
     cudaStream_t stream() const { return ctx_->stream(); }
+    cuda::ReductionScratch reduction_scratch() const { return cuda::reduction_scratch_at(reduction_->data()); }
     int device_index() const override { return ctx_->device(); }
     void release_cached_memory() noexcept override { ctx_->release_cached_blocks(); }
 
@@ -536,6 +537,12 @@ cudaStream_t cuda::backend_stream(Backend& b) {
     auto* c = dynamic_cast<CudaBackend*>(&b);
     if (!c) throw std::invalid_argument("backend_stream: backend " + b.describe() + " is not a CUDA backend");
     return c->stream();
+}
+
+cuda::ReductionScratch cuda::backend_reduction_scratch(Backend& b) {
+    auto* c = dynamic_cast<CudaBackend*>(&b);
+    if (!c) throw std::invalid_argument("backend_reduction_scratch: backend " + b.describe() + " is not a CUDA backend");
+    return c->reduction_scratch();
 }
 
 int cuda::backend_device(Backend& b) {

@@ -13,6 +13,12 @@
 // cluster (Hopper, sm_90), which then sum their partial columns through distributed shared memory, rank by rank
 // in a fixed order, add lambda x and write the result: one launch, no partial images in global memory,
 // and the same bits on every run.
+// In conjugate gradients (LinearOperator::forward_cg) x is the residual r and out is w = N r, and the
+// epilogue that writes out also takes CG's two inner products <r, r> and Re <r, w> from the values it
+// holds (Chronopoulos & Gear 1989; core/cg_step_sizes.h): each block sums its share, the cluster's
+// ranks hand theirs to rank 0 in distributed shared memory, and the last cluster to arrive adds the
+// clusters' sums in cluster order and computes the step sizes, as Backend::cg_coefficients would in
+// a launch of its own that reads r and w again.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -20,10 +26,13 @@
 #include <mutex>
 #include <string>
 
+#include "core/cg_step_sizes.h"
+#include "core/cpu/backend_checks.h"
 #include "core/linops/sense_normal_kernels.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_context.h"
+#include "cuda/reduction.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -38,6 +47,11 @@ constexpr int kMaxCluster = 16;      // Hopper's non-portable limit, used where 
 // Eight more float2 per row put rows k1 and k1 + 1 half a bank cycle apart: 2 wavefronts, the least
 // a warp's 256 bytes need.
 constexpr int kRowPad = 8;
+// Resident blocks per SM the registers must allow. A 256-line column at 32 coils is 32 clusters of 16
+// blocks of 128 threads for 256 columns: at 168 registers (x held in registers over the coil loop) an
+// SM held 3 of them, and the launch ran in two waves; at 128, with x read again for each coil from
+// L1, it holds 4 and the launch is one wave.
+constexpr int kMinBlocks = 4;
 
 // exp(-2 pi i j / 32), j < 16: every twiddle of a register DFT of up to 32 points.
 __constant__ float2 c_w32[16] = {
@@ -116,9 +130,10 @@ template <int M, bool Inverse>
 __device__ __forceinline__ void dft_dit(float2 (&v)[M]) { dit_stages<M, 2, Inverse>(v); }
 
 template <int N1, int N2>
-__global__ void __launch_bounds__(kColumns * N2)
+__global__ void __launch_bounds__(kColumns * N2, kMinBlocks)
     sense_normal_kernel(const float2* __restrict__ maps, const float* __restrict__ mask, const float2* __restrict__ x,
-                        float2* __restrict__ out, int ro, int coils, float lambda) {
+                        float2* __restrict__ out, int ro, int coils, float lambda, float2* cg_scalars,
+                        ReductionScratch reduction) {
     constexpr int E1 = N1 * N2, T = kColumns, kJobs = N1 / N2, kBits1 = log2_of(N1), kBits2 = log2_of(N2);
     static_assert(N1 % N2 == 0 && N1 <= 32, "N1 a multiple of N2, at most 32 points in registers");
     __shared__ float2 twiddle[E1];     // W_E1^j
@@ -136,12 +151,9 @@ __global__ void __launch_bounds__(kColumns * N2)
         sincospif(-2.f * float(j) / float(E1), &s, &c);
         twiddle[j] = make_float2(c, s);
     }
-    float2 xv[N1], acc[N1];
+    float2 acc[N1];
 #pragma unroll
-    for (int n1 = 0; n1 < N1; ++n1) {
-        xv[n1] = valid ? x[static_cast<long long>(N2 * n1 + q) * ro + xpos] : make_float2(0.f, 0.f);
-        acc[n1] = make_float2(0.f, 0.f);
-    }
+    for (int n1 = 0; n1 < N1; ++n1) acc[n1] = make_float2(0.f, 0.f);
     __syncthreads();
 
     for (int c = rank; c < coils; c += ranks) {
@@ -149,7 +161,8 @@ __global__ void __launch_bounds__(kColumns * N2)
         float2 v[N1];
 #pragma unroll
         for (int n1 = 0; n1 < N1; ++n1)
-            v[n1] = valid ? cmul(mc[static_cast<long long>(N2 * n1 + q) * ro + xpos], xv[n1]) : make_float2(0.f, 0.f);
+            v[n1] = valid ? cmul(mc[static_cast<long long>(N2 * n1 + q) * ro + xpos], x[static_cast<long long>(N2 * n1 + q) * ro + xpos])
+                          : make_float2(0.f, 0.f);
         // A: over n1 (v[i] = A[rev(i)] after it), twiddles, exchange.
         dft_dif<N1, false>(v);
 #pragma unroll
@@ -195,6 +208,7 @@ __global__ void __launch_bounds__(kColumns * N2)
 #pragma unroll
     for (int n1 = 0; n1 < N1; ++n1) exchange[(N2 * n1 + q) * T + col] = acc[n1];
     cluster.sync();
+    double2 inner = make_double2(0.0, 0.0);  // <x, x> and Re <x, out> of this block's share (CG only)
     for (int e = rank * blockDim.x + threadIdx.x; e < E1 * T; e += ranks * blockDim.x) {
         float2 sum = make_float2(0.f, 0.f);
         for (int r = 0; r < ranks; ++r) {
@@ -206,10 +220,34 @@ __global__ void __launch_bounds__(kColumns * N2)
         if (xe < ro) {
             const long long i = static_cast<long long>(y) * ro + xe;
             const float2 xi = x[i];
-            out[i] = make_float2(sum.x + lambda * xi.x, sum.y + lambda * xi.y);
+            const float2 o = make_float2(sum.x + lambda * xi.x, sum.y + lambda * xi.y);
+            out[i] = o;
+            inner.x += double(xi.x) * xi.x + double(xi.y) * xi.y;
+            inner.y += double(xi.x) * o.x + double(xi.y) * o.y;
         }
     }
-    cluster.sync();  // no block leaves while another still reads its shared memory
+    __shared__ double2 rank_sums[kMaxCluster];  // rank 0's: every rank's share, by rank
+    if (cg_scalars) {  // the same in every thread: block_sum's barriers are reached by all or none
+        const double2 mine = block_sum(inner);
+        if (threadIdx.x == 0) *cluster.map_shared_rank(&rank_sums[rank], 0) = mine;
+    }
+    cluster.sync();  // no block leaves while another still reads its shared memory; rank_sums complete
+    if (!cg_scalars || rank != 0) return;
+    double2 cluster_sum = make_double2(0.0, 0.0);
+    if (threadIdx.x == 0)
+        for (int r = 0; r < ranks; ++r) {
+            cluster_sum.x += rank_sums[r].x;
+            cluster_sum.y += rank_sums[r].y;
+        }
+    if (!arrive_last(cluster_sum, blockIdx.x, gridDim.x, reduction.partials, reduction.counter)) return;
+    const double2 t = sum_of_partials(reduction.partials, gridDim.x);
+    if (threadIdx.x == 0) {
+        const CgCoefficients c = cg_step_sizes(t.x, t.y, __ldcg(&cg_scalars[0].x), __ldcg(&cg_scalars[1].x));
+        cg_scalars[0] = make_float2(float(t.x), 0.f);
+        cg_scalars[1] = make_float2(float(c.alpha), 0.f);
+        cg_scalars[2] = make_float2(float(c.beta), 0.f);
+        cg_scalars[3] = make_float2(float(t.y), 0.f);
+    }
 }
 
 // The launch of `column_blocks` x `ranks` blocks in clusters of `ranks` along y; `attr` holds the
@@ -255,14 +293,17 @@ int cluster_ranks(int coils, int device) {
     return std::min(coils, it->second);
 }
 
+int column_blocks(int ro) { return (ro + kColumns - 1) / kColumns; }
+
 template <int N1, int N2>
 void launch(Backend& be, const float2* maps, const float* mask, const float2* x, float2* out, int ro, int coils,
-            float lambda) {
+            float lambda, float2* cg_scalars) {
     const int ranks = cluster_ranks<N1, N2>(coils, backend_device(be));
     cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg =
-        cluster_config((ro + kColumns - 1) / kColumns, ranks, kColumns * N2, backend_stream(be), attr);
-    LARMOR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sense_normal_kernel<N1, N2>, maps, mask, x, out, ro, coils, lambda),
+    const cudaLaunchConfig_t cfg = cluster_config(column_blocks(ro), ranks, kColumns * N2, backend_stream(be), attr);
+    const ReductionScratch reduction = cg_scalars ? backend_reduction_scratch(be) : ReductionScratch{};
+    LARMOR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sense_normal_kernel<N1, N2>, maps, mask, x, out, ro, coils, lambda,
+                                         cg_scalars, reduction),
                       "sense_normal_kernel<" + std::to_string(N1) + ", " + std::to_string(N2) + ">, " +
                           std::to_string(ro) + " columns x " + std::to_string(coils) + " coils in clusters of " +
                           std::to_string(ranks));
@@ -272,24 +313,45 @@ void launch(Backend& be, const float2* maps, const float* mask, const float2* x,
 
 bool sense_normal_supports(size_t e1) { return e1 == 64 || e1 == 128 || e1 == 256; }
 
-void sense_normal_apply(Backend& be, const CArray& maps, const RArray& mask, const CArray& x, CArray& out, size_t ro,
-                        size_t e1, size_t coils, float lambda) {
+namespace {
+void apply(Backend& be, const CArray& maps, const RArray& mask, const CArray& x, CArray& out, size_t ro, size_t e1,
+           size_t coils, float lambda, float2* cg_scalars) {
     check_on_backend(be, maps, "sense_normal", "maps");
     check_on_backend(be, mask, "sense_normal", "mask");
     check_on_backend(be, x, "sense_normal", "x");
     check_on_backend(be, out, "sense_normal", "out");
-    if (ro == 0 || coils == 0) return;
     DeviceGuard guard(backend_device(be));
     const auto* m = reinterpret_cast<const float2*>(maps.data());
     const auto* xi = reinterpret_cast<const float2*>(x.data());
     auto* o = reinterpret_cast<float2*>(out.data());
     const int r = static_cast<int>(ro), c = static_cast<int>(coils);
     switch (e1) {
-        case 64: launch<8, 8>(be, m, mask.data(), xi, o, r, c, lambda); break;
-        case 128: launch<16, 8>(be, m, mask.data(), xi, o, r, c, lambda); break;
-        case 256: launch<16, 16>(be, m, mask.data(), xi, o, r, c, lambda); break;
+        case 64: launch<8, 8>(be, m, mask.data(), xi, o, r, c, lambda, cg_scalars); break;
+        case 128: launch<16, 8>(be, m, mask.data(), xi, o, r, c, lambda, cg_scalars); break;
+        case 256: launch<16, 16>(be, m, mask.data(), xi, o, r, c, lambda, cg_scalars); break;
         default: throw std::invalid_argument("sense_normal: no CUDA kernel for " + std::to_string(e1) + " phase encodes");
     }
+}
+}  // namespace
+
+void sense_normal_apply(Backend& be, const CArray& maps, const RArray& mask, const CArray& x, CArray& out, size_t ro,
+                        size_t e1, size_t coils, float lambda) {
+    if (ro == 0 || coils == 0) return;
+    apply(be, maps, mask, x, out, ro, e1, coils, lambda, nullptr);
+}
+
+void sense_normal_apply_cg(Backend& be, const CArray& maps, const RArray& mask, const CArray& x, CArray& out,
+                           CArray& coefficients, size_t ro, size_t e1, size_t coils, float lambda) {
+    check_on_backend(be, coefficients, "sense_normal", "coefficients");
+    detail::check_cg_coefficients(x, out, coefficients);
+    // One partial per cluster in the reduction scratch; past that (more than 8192 columns) the
+    // coefficients take their own pass.
+    if (ro == 0 || coils == 0 || column_blocks(static_cast<int>(ro)) > kReductionBlocks) {
+        sense_normal_apply(be, maps, mask, x, out, ro, e1, coils, lambda);
+        be.cg_coefficients(x, out, coefficients);
+        return;
+    }
+    apply(be, maps, mask, x, out, ro, e1, coils, lambda, reinterpret_cast<float2*>(coefficients.data()));
 }
 
 }  // namespace larmor::cuda

@@ -116,6 +116,43 @@ TEST_P(SenseNormal, RepeatsItsBitsAndMatchesTheCpu) {
     test::expect_same_on_cpu(be, [&](std::shared_ptr<Backend> b) { return sense_normal(b, maps, lines, 0.01f); }, 2e-6);
 }
 
+// forward_cg (CG's operator and inner products in one pass; on CUDA in the kernel's epilogue) against
+// forward then Backend::cg_coefficients: the same image bit for bit, gamma and delta to double-sum
+// rounding, and the step sizes from the stored previous gamma and alpha. Cluster widths 1, 8 and 16
+// (two coils per block), a partial column block, and 8208 columns: 1026 clusters, more than the
+// reduction has partials, where the coefficients take their own pass.
+TEST_P(SenseNormal, ForwardCgEqualsTheOperatorThenTheCoefficients) {
+    for (const Case c : {Case{256, 256, 8}, Case{37, 128, 1}, Case{256, 256, 32}, Case{8208, 64, 2}}) {
+        SCOPED_TRACE("RO " + std::to_string(c.ro) + ", E1 " + std::to_string(c.e1) + ", " + std::to_string(c.coils) +
+                     " coils");
+        const CArray maps = random_maps(c, 41);
+        const std::vector<float> lines = lines_of(c.e1, 42);
+        const LinOp op = sense_normal(be, maps, lines, 0.03f);
+        const CArray x = test::random_on(*be, {c.ro, c.e1}, 43);
+        CArray want_y = be->empty({c.ro, c.e1}), got_y = be->empty({c.ro, c.e1});
+        // A previous iteration's gamma and alpha, so that beta and the recurrence's alpha are exercised.
+        CArray previous = CArray::host({4});
+        previous.data()[0] = cfloat(3.5f, 0.f);
+        previous.data()[1] = cfloat(0.25f, 0.f);
+        CArray want_s = be->to_device(previous), got_s = be->to_device(previous);
+        op->forward(x, want_y);
+        be->cg_coefficients(x, want_y, want_s);
+        op->forward_cg(x, got_y, got_s);
+        EXPECT_EQ(test::download(*be, got_y), test::download(*be, want_y));
+        const auto want = test::download(*be, want_s), got = test::download(*be, got_s);
+        for (int k = 0; k < 4; ++k) {
+            EXPECT_NEAR(got[k].real(), want[k].real(), 2e-6 * std::abs(want[k].real())) << "scalar " << k;
+            EXPECT_EQ(got[k].imag(), 0.0);
+        }
+        EXPECT_GT(got[2].real(), 0.0) << "beta from the previous gamma";
+    }
+    const CArray maps = random_maps({16, 64, 2}, 44);
+    const LinOp op = sense_normal(be, maps, lines_of(64, 45), 0.f);
+    const CArray x = test::random_on(*be, {16, 64}, 46);
+    CArray y = be->empty({16, 64}), three = be->zeros({3});
+    EXPECT_THROW(op->forward_cg(x, y, three), std::invalid_argument);
+}
+
 TEST_P(SenseNormal, ImageAndFourDimensionalMapsOfOneSlice) {
     const Case c{64, 64, 4};
     const CArray maps = random_maps(c, 11);

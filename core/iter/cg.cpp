@@ -59,8 +59,7 @@ ConjugateGradient::ConjugateGradient(LinOp n, const CArray& b, CArray x, CGOptio
     n_->forward(x_, w_);
     be_.copy(b, r_);
     be_.axpy(-1.f, w_, r_);
-    n_->forward(r_, w_);
-    be_.cg_coefficients(r_, w_, coefficients_);
+    n_->forward_cg(r_, w_, coefficients_);
     be_.norm2(b, bb_);
     const auto read = be_.read_async(scalars_);
     const std::vector<cfloat>& v = read->wait();
@@ -78,8 +77,7 @@ void ConjugateGradient::iterate() {
     // beta_k s_k-1, x += alpha_k p_k, r -= alpha_k s_k), then w = N r_k+1 and the coefficients of
     // r_k+1, whose gamma is ||r_k+1||^2: the same arrays every time, so the iteration records.
     be_.cg_update(w_, coefficients_, p_, s_, x_, r_);
-    n_->forward(r_, w_);
-    be_.cg_coefficients(r_, w_, coefficients_);
+    n_->forward_cg(r_, w_, coefficients_);
 }
 
 void ConjugateGradient::update() {

@@ -8,7 +8,9 @@
 // directions p and s = N p follow by recurrence, so an iteration is the operator, one reduction and
 // one vector update (Backend::cg_coefficients, cg_update), one launch fewer than Hestenes & Stiefel's
 // form with the same iterates in exact arithmetic and the same vector traffic. Its one extra
-// operator application is at the start (w_0 = N r_0).
+// operator application is at the start (w_0 = N r_0). The operator and the reduction go through
+// LinearOperator::forward_cg, so an operator whose kernel writes w can take the inner products in
+// the same pass (the fused SENSE normal operator on CUDA: two launches per iteration).
 // All scalars stay on the backend's device and are read there by the update, so an iteration
 // queues its work without waiting for the GPU. ||r_k||^2 travels to the host asynchronously; update() k+1 waits for iteration k's value only
 // after queuing iteration k+1, so the device never idles while the host decides whether to go on.

@@ -50,6 +50,19 @@ void LinearOperator::apply_normal(const CArray& x, CArray& z) {
     apply_adjoint(normal_tmp_, z);
 }
 
+void LinearOperator::forward_cg(const CArray& x, CArray& y, CArray& coefficients) {
+    if (ishape_ != oshape_) throw std::invalid_argument(describe() + ": forward_cg needs a square operator");
+    check(x, ishape_, "forward_cg", "input");
+    check(y, oshape_, "forward_cg", "output");
+    if (overlaps(x, y)) throw std::invalid_argument(describe() + ": forward_cg output overlaps its input");
+    apply_forward_cg(x, y, coefficients);
+}
+
+void LinearOperator::apply_forward_cg(const CArray& x, CArray& y, CArray& coefficients) {
+    apply_forward(x, y);
+    backend_->cg_coefficients(x, y, coefficients);
+}
+
 CArray& LinearOperator::scratch(int slot, const Shape& shape) {
     CArray& a = scratch_[slot];
     if (a.shape() != shape || !a.storage()) a = backend_->empty(shape);

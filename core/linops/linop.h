@@ -46,11 +46,17 @@ public:
     void adjoint(const CArray& y, CArray& x);
     // z = A^H A x; x and z have ishape().
     void normal(const CArray& x, CArray& z);
+    // For a square operator N in conjugate gradients: y = N x, then the coefficients of
+    // Backend::cg_coefficients(x, y, coefficients) with x the residual. The default is the two calls;
+    // an operator whose kernel ends where it writes y overrides it to take both inner products in that
+    // same pass (one launch and two reads of the vectors fewer per iteration).
+    void forward_cg(const CArray& x, CArray& y, CArray& coefficients);
 
 protected:
     virtual void apply_forward(const CArray& x, CArray& y) = 0;
     virtual void apply_adjoint(const CArray& y, CArray& x) = 0;
     virtual void apply_normal(const CArray& x, CArray& z);
+    virtual void apply_forward_cg(const CArray& x, CArray& y, CArray& coefficients);
 
     // Temporary array number `slot` of `shape` on the operator's backend, allocated on its first
     // request and the same array every later time (its contents mean nothing between calls).

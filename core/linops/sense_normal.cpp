@@ -39,6 +39,14 @@ protected:
             cuda::sense_normal_apply(backend(), maps_, mask_, x, y, ro_, e1_, coils_, lambda_);
     }
     void apply_adjoint(const CArray& y, CArray& x) override { apply_forward(y, x); }  // Hermitian
+    // CUDA: CG's inner products in the kernel's epilogue. CPU: the default pair of calls (its
+    // iteration is bound by the transforms, not by a second read of two images).
+    void apply_forward_cg(const CArray& x, CArray& y, CArray& coefficients) override {
+        if (plans_)
+            LinearOperator::apply_forward_cg(x, y, coefficients);
+        else
+            cuda::sense_normal_apply_cg(backend(), maps_, mask_, x, y, coefficients, ro_, e1_, coils_, lambda_);
+    }
 
 private:
     CArray maps_;

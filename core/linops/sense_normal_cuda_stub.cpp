@@ -9,5 +9,9 @@ bool sense_normal_supports(size_t) { return false; }
 void sense_normal_apply(Backend&, const CArray&, const RArray&, const CArray&, CArray&, size_t, size_t, size_t, float) {
     throw_no_cuda("sense_normal_apply");
 }
+void sense_normal_apply_cg(Backend&, const CArray&, const RArray&, const CArray&, CArray&, CArray&, size_t, size_t,
+                           size_t, float) {
+    throw_no_cuda("sense_normal_apply_cg");
+}
 
 }  // namespace larmor::cuda

@@ -23,6 +23,10 @@ namespace cuda {
 bool sense_normal_supports(size_t e1);
 void sense_normal_apply(Backend& be, const CArray& maps, const RArray& mask, const CArray& x, CArray& out, size_t ro,
                         size_t e1, size_t coils, float lambda);
+// The same, then Backend::cg_coefficients(x, out, coefficients), taken in the kernel's epilogue from
+// the values it holds (LinearOperator::forward_cg).
+void sense_normal_apply_cg(Backend& be, const CArray& maps, const RArray& mask, const CArray& x, CArray& out,
+                           CArray& coefficients, size_t ro, size_t e1, size_t coils, float lambda);
 }  // namespace cuda
 
 }  // namespace larmor

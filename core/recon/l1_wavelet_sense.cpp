@@ -31,7 +31,9 @@ L1WaveletSense l1_wavelet_sense(std::shared_ptr<Backend> backend, const CArray& 
 
     L1WaveletSense p;
     p.encoding = compose(sampled_fft(backend, s, axes, mask), sense(backend, maps));
-    p.wavelet = wavelet_geometry(image, axes, settings.levels, kDefaultCoarsest);
+    if (settings.coarsest < 2)
+        throw std::invalid_argument("pics_l1: wavelet coarsest band " + std::to_string(settings.coarsest) + " < 2");
+    p.wavelet = wavelet_geometry(image, axes, settings.levels, settings.coarsest);
     CArray aty = backend->empty(image);
     p.encoding->adjoint(kspace, aty);
     CArray n = backend->zeros({1});
@@ -44,7 +46,7 @@ L1WaveletSense l1_wavelet_sense(std::shared_ptr<Backend> backend, const CArray& 
     p.image = backend->zeros(image);
     FistaOptions o;
     o.max_iterations = settings.iterations;
-    p.solver = std::make_unique<Fista>(p.encoding, aty, wavelet_threshold_prox(backend, p.wavelet, p.threshold, 1, settings.cycle_spinning),
+    p.solver = std::make_unique<Fista>(p.encoding, aty, wavelet_threshold_prox(backend, p.wavelet, p.threshold, 1, settings.cycle_spinning, settings.shift_seed),
                                        p.image, 1.f / p.lipschitz, o);
     return p;
 }

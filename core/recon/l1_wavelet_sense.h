@@ -5,6 +5,7 @@
 // by FISTA (core/iter/fista.h) with the step 1 / L, L = ||E^H E|| by the power method, and the
 // Daubechies-4 wavelet W over the encoded axes. lambda is relative: the threshold is lambda times the
 // RMS of the zero-filled image E^H y, so it does not depend on the data's scale.
+#include <cstdint>
 #include <memory>
 
 #include "core/iter/fista.h"
@@ -18,6 +19,8 @@ struct L1WaveletSenseSettings {
     int levels = -1;           // wavelet levels (< 0: down to a low band of kDefaultCoarsest, core/linops/wavelet.h)
     int power_iterations = 20;
     bool cycle_spinning = true;  // a new random shift of the wavelet basis every iteration (BART's default)
+    size_t coarsest = kDefaultCoarsest;  // with levels < 0: the low band's size per axis (core/linops/wavelet.h)
+    uint64_t shift_seed = 1;     // the shifts' generator (core/iter/wavelet_threshold.h)
 };
 
 struct L1WaveletSense {
